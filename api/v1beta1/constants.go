@@ -1,0 +1,38 @@
+package v1beta1
+
+// Annotations and labels of capm3-preprov's contract with users, BMO and CAPM3.
+const (
+	// PausedAnnotation is BMO's pause annotation.
+	PausedAnnotation = "baremetalhost.metal3.io/paused"
+	// PausedForPreprovisioning is the value that hands a host to us. Other
+	// values (CAPM3's metal3.io/capm3, clusterctl move, users) are never ours.
+	PausedForPreprovisioning = "metal3.io/preprovisioning"
+
+	// EnabledAnnotation opts a Metal3MachineTemplate in as a template source.
+	EnabledAnnotation = "preprovisioning.metal3.io/enabled"
+
+	// ManagedLabel marks the BareMetalHosts we set up, and the Secrets and
+	// IPClaims we create. Our Secret cache only sees objects with it.
+	ManagedLabel = "preprovisioning.metal3.io/managed"
+	// ManagedLabelValue is the value of ManagedLabel.
+	ManagedLabelValue = "true"
+
+	// TemplateAnnotation records on a host we set up which template its
+	// network data was rendered from ("<Kind>/<name>"), so a host the template
+	// no longer selects can be reported as orphaned.
+	TemplateAnnotation = "preprovisioning.metal3.io/template"
+	// PoolGenerationAnnotation records on our IPClaim the pool generation it was
+	// created against, so a claim that failed (pool exhausted) is retried once
+	// the pool changes, and only then.
+	PoolGenerationAnnotation = "preprovisioning.metal3.io/pool-generation"
+
+	// BMOSecretLabel is the label BMO's Secret cache selects on.
+	BMOSecretLabel = "environment.metal3.io"
+	// BMOSecretLabelValue is the value of BMOSecretLabel.
+	BMOSecretLabelValue = "baremetal"
+
+	// NetworkDataKey is the key BMO reads from the network data Secret.
+	NetworkDataKey = "networkData"
+	// NetworkDataSecretSuffix makes the Secret name "<bmh>-preprov-networkdata".
+	NetworkDataSecretSuffix = "-preprov-networkdata"
+)

@@ -1,0 +1,287 @@
+// Package baremetal holds what a BareMetalHost needs from us: host
+// selection, one view over both template kinds, and the per-host steps
+// (claims -> render -> Secret -> patch), each step idempotent.
+package baremetal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// Phase is where a host stands with us.
+type Phase string
+
+// Phases of a host. PhaseIgnored hosts are not ours and are never written.
+const (
+	PhaseIgnored    Phase = "Ignored"
+	PhaseNoTemplate Phase = "NoTemplate"
+	PhaseConflict   Phase = "Conflict"
+	PhaseWaiting    Phase = "Waiting"
+	PhaseFailed     Phase = "Failed"
+	PhaseReady      Phase = "Ready"
+	PhaseDrifted    Phase = "Drifted"
+	PhaseOrphaned   Phase = "Orphaned"
+)
+
+// Event reasons on the BareMetalHost.
+const (
+	ReasonTemplateConflict     = "PreprovisioningTemplateConflict"
+	ReasonTemplateInvalid      = "PreprovisioningTemplateInvalid"
+	ReasonIPClaimCreated       = "PreprovisioningIPClaimCreated"
+	ReasonIPClaimFailed        = "PreprovisioningIPClaimFailed"
+	ReasonRenderFailed         = "PreprovisioningRenderFailed"
+	ReasonSecretCreated        = "PreprovisioningSecretCreated"
+	ReasonSecretUpdated        = "PreprovisioningSecretUpdated"
+	ReasonNetworkDataSet       = "PreprovisioningNetworkDataSet"
+	ReasonNetworkDataDrift     = "PreprovisioningNetworkDataDrift"
+	ReasonOrphaned             = "PreprovisioningTemplateGone"
+	eventActionPreprovisioning = "Preprovisioning"
+)
+
+// Outcome is what one reconcile of a host found.
+type Outcome struct {
+	Phase    Phase
+	Template TemplateRef
+	// Message says why the host is not Ready, in words for a user.
+	Message string
+}
+
+// HostManager runs the per-host steps.
+type HostManager struct {
+	Client    client.Client
+	Templates *Templates
+	Claims    *ipam.Claims
+	Recorder  events.EventRecorder
+}
+
+// Reconcile takes one host as far as it can go now. It returns an error only
+// for failures worth a retry (the API server); a problem that needs a user's
+// fix is an Outcome with an event and a log line, and the watches bring the
+// host back once something it depends on changes.
+func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if !host.DeletionTimestamp.IsZero() || pausedBySomeoneElse(host) {
+		return Outcome{Phase: PhaseIgnored}, nil
+	}
+	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
+	setUpByUs := host.Labels[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue
+
+	templates, err := m.Templates.List(ctx, host.Namespace)
+	if err != nil {
+		return Outcome{}, err
+	}
+	matching, selectorErrs := selecting(templates, host.Labels)
+	for _, selectorErr := range selectorErrs {
+		log.Error(selectorErr, "Template has an invalid hostSelector and selects no host")
+	}
+
+	if !pausedForUs && !setUpByUs && !anyAdopts(matching) {
+		return Outcome{Phase: PhaseIgnored}, nil
+	}
+
+	switch len(matching) {
+	case 0:
+		if setUpByUs {
+			return m.orphaned(ctx, host), nil
+		}
+		log.V(1).Info("No template selects this host; it stays paused until one does")
+		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, nil
+	case 1:
+	default:
+		names := make([]string, 0, len(matching))
+		for _, t := range matching {
+			names = append(names, t.Ref.String())
+		}
+		message := fmt.Sprintf("selected by %d templates (%s): the host is left untouched until exactly one selects it; "+
+			"narrow the hostSelectors or change the host's labels", len(matching), strings.Join(names, ", "))
+		return m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message), nil
+	}
+
+	template := matching[0]
+	ctx = ctrl.LoggerInto(ctx, log.WithValues("template", template.Ref.String()))
+	return m.reconcileWithTemplate(ctx, host, template)
+}
+
+func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template) (Outcome, error) {
+	networkData, err := m.Templates.NetworkData(ctx, host.Namespace, template)
+	if err != nil {
+		var templateErr *TemplateError
+		if errors.As(err, &templateErr) {
+			return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonTemplateInvalid, templateErr.Message), nil
+		}
+		return Outcome{}, err
+	}
+
+	facts := hostFacts(host)
+	pools, err := networkdata.PoolNames(networkData, facts)
+	if err != nil {
+		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
+	}
+
+	addresses, outcome, err := m.addresses(ctx, host, template.Ref, pools)
+	if err != nil || outcome != nil {
+		return derefOutcome(outcome), err
+	}
+
+	rendered, err := networkdata.Render(networkData, facts, addresses)
+	if err != nil {
+		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
+	}
+
+	secret, err := m.currentSecret(ctx, host)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts &&
+		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
+		message := fmt.Sprintf("%s now renders different network data, but the host is %s: its Secret %q is left as it is "+
+			"(set provisionedHostPolicy: Update on a Metal3PreprovisioningTemplate to change provisioned hosts)",
+			template.Ref, host.Status.Provisioning.State, secret.Name)
+		m.event(host, corev1.EventTypeNormal, ReasonNetworkDataDrift, message)
+		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message}, nil
+	}
+	if err := m.writeSecret(ctx, host, secret, rendered, template.Ref); err != nil {
+		return Outcome{}, err
+	}
+	if err := m.pointHostAtSecret(ctx, host, template.Ref); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Phase: PhaseReady, Template: template.Ref}, nil
+}
+
+// addresses returns every pool's address, or the outcome that stops the
+// host here (waiting for IPAM, or a claim that needs a fix).
+func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+	pools []string,
+) (map[string]networkdata.Address, *Outcome, error) {
+	if len(pools) == 0 {
+		return nil, nil, nil
+	}
+	states, err := m.Claims.Ensure(ctx, host, pools)
+	if err != nil {
+		return nil, nil, err
+	}
+	addresses := make(map[string]networkdata.Address, len(states))
+	var waiting, failed []string
+	for _, state := range states {
+		if state.Created {
+			m.event(host, corev1.EventTypeNormal, ReasonIPClaimCreated,
+				fmt.Sprintf("created IPClaim %q on IPPool %q", state.Claim, state.Pool))
+		}
+		switch {
+		case state.Failed != "":
+			failed = append(failed, state.Failed)
+		case state.Address != nil:
+			addresses[state.Pool] = *state.Address
+		default:
+			waiting = append(waiting, state.Waiting)
+		}
+	}
+	if len(failed) > 0 {
+		outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonIPClaimFailed, strings.Join(failed, "; "))
+		return nil, &outcome, nil
+	}
+	if len(waiting) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for IP addresses", "reasons", waiting)
+		return nil, &Outcome{Phase: PhaseWaiting, Template: ref, Message: strings.Join(waiting, "; ")}, nil
+	}
+	return addresses, nil, nil
+}
+
+// orphaned reports a host we set up that no template selects any more. It
+// keeps its Secret, claims and provisioning state: we never undo a host.
+func (m *HostManager) orphaned(ctx context.Context, host *bmov1alpha1.BareMetalHost) Outcome {
+	ref, _ := ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+	message := fmt.Sprintf("no template selects this host any more (it was set up by %s); "+
+		"it keeps its network data Secret and IP claims", ref)
+	ctrl.LoggerFrom(ctx).Info("Host is orphaned", "reason", message)
+	return Outcome{Phase: PhaseOrphaned, Template: ref, Message: message}
+}
+
+// fail reports a problem that needs a user's fix: a Warning event on the
+// host and an error in the log. The host is left as it is.
+func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost, phase Phase, ref TemplateRef,
+	reason, message string,
+) Outcome {
+	ctrl.LoggerFrom(ctx).Error(errors.New(message), "Host cannot be set up", "reason", reason)
+	m.event(host, corev1.EventTypeWarning, reason, message)
+	return Outcome{Phase: phase, Template: ref, Message: message}
+}
+
+func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string) {
+	m.Recorder.Eventf(host, nil, eventType, reason, eventActionPreprovisioning, "%s", message)
+}
+
+func derefOutcome(outcome *Outcome) Outcome {
+	if outcome == nil {
+		return Outcome{}
+	}
+	return *outcome
+}
+
+// selecting returns the templates that select a host with these labels, and
+// the errors of templates whose selector is invalid (they select nothing).
+func selecting(templates []Template, hostLabels map[string]string) ([]Template, []error) {
+	var matching []Template
+	var errs []error
+	for _, template := range templates {
+		selects, err := template.Selects(hostLabels)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if selects {
+			matching = append(matching, template)
+		}
+	}
+	return matching, errs
+}
+
+func anyAdopts(templates []Template) bool {
+	for _, template := range templates {
+		if template.AdoptExistingHosts {
+			return true
+		}
+	}
+	return false
+}
+
+// pausedBySomeoneElse is a host paused with a value that is not ours
+// (CAPM3, clusterctl move, a user): a signal to keep our hands off.
+func pausedBySomeoneElse(host *bmov1alpha1.BareMetalHost) bool {
+	value, paused := host.Annotations[preprovv1.PausedAnnotation]
+	return paused && value != preprovv1.PausedForPreprovisioning
+}
+
+func isProvisioned(host *bmov1alpha1.BareMetalHost) bool {
+	state := host.Status.Provisioning.State
+	return state == bmov1alpha1.StateProvisioned || state == bmov1alpha1.StateExternallyProvisioned
+}
+
+func hostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
+	facts := networkdata.Host{
+		Name:           host.Name,
+		Namespace:      host.Namespace,
+		Annotations:    host.Annotations,
+		BootMACAddress: host.Spec.BootMACAddress,
+	}
+	if host.Status.HardwareDetails != nil {
+		for _, nic := range host.Status.HardwareDetails.NIC {
+			facts.NICs = append(facts.NICs, networkdata.NIC{Name: nic.Name, MAC: nic.MAC})
+		}
+	}
+	return facts
+}

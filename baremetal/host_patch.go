@@ -1,0 +1,141 @@
+package baremetal
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// NetworkDataSecretName is the name of the Secret holding a host's
+// preprovisioning network data.
+func NetworkDataSecretName(hostName string) string {
+	return hostName + preprovv1.NetworkDataSecretSuffix
+}
+
+func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
+	if err := m.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting Secret %s: %w", key, err)
+	}
+	return secret, nil
+}
+
+// secretLabels are the labels our Secret must carry: BMO's, so its Secret
+// cache sees it, and ours, so our cache does.
+func secretLabels() map[string]string {
+	return map[string]string{
+		preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
+		preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
+	}
+}
+
+// writeSecret creates the Secret, or patches it when its data or our labels
+// differ. Nothing else is compared: with BMO's -build-preprov-image every
+// write rebuilds the host's image, so a write that changes nothing is a cost.
+func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
+	rendered []byte, ref TemplateRef,
+) error {
+	if secret == nil {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      NetworkDataSecretName(host.Name),
+				Namespace: host.Namespace,
+				Labels:    secretLabels(),
+				// Not a controller reference: BMO watches Secrets through
+				// their owner references and must be woken by changes too.
+				OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
+		}
+		if err := m.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		m.event(host, corev1.EventTypeNormal, ReasonSecretCreated,
+			fmt.Sprintf("rendered network data from %s into Secret %q", ref, secret.Name))
+		return nil
+	}
+
+	wantLabels := secretLabels()
+	if string(secret.Data[preprovv1.NetworkDataKey]) == string(rendered) && hasLabels(secret.Labels, wantLabels) {
+		return nil
+	}
+	original := secret.DeepCopy()
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	maps.Copy(secret.Labels, wantLabels)
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data[preprovv1.NetworkDataKey] = rendered
+	if err := m.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
+		return fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,
+		fmt.Sprintf("re-rendered network data from %s into Secret %q", ref, secret.Name))
+	return nil
+}
+
+// pointHostAtSecret is the one patch on the host: it sets
+// spec.preprovisioningNetworkDataName, removes our pause, marks the host as
+// ours and records its template. Only the fields we own are sent, and with
+// an optimistic lock, so a pause somebody else set in the meantime is never
+// removed.
+func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef) error {
+	secretName := NetworkDataSecretName(host.Name)
+	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
+	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs &&
+		host.Labels[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue &&
+		host.Annotations[preprovv1.TemplateAnnotation] == ref.String() {
+		return nil
+	}
+
+	original := host.DeepCopy()
+	host.Spec.PreprovisioningNetworkDataName = secretName
+	if host.Labels == nil {
+		host.Labels = map[string]string{}
+	}
+	host.Labels[preprovv1.ManagedLabel] = preprovv1.ManagedLabelValue
+	if host.Annotations == nil {
+		host.Annotations = map[string]string{}
+	}
+	host.Annotations[preprovv1.TemplateAnnotation] = ref.String()
+	if pausedForUs {
+		delete(host.Annotations, preprovv1.PausedAnnotation)
+	}
+	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
+	if err := m.Client.Patch(ctx, host, patch); err != nil {
+		return fmt.Errorf("pointing BareMetalHost %s/%s at Secret %q: %w", host.Namespace, host.Name, secretName, err)
+	}
+	message := fmt.Sprintf("set spec.preprovisioningNetworkDataName to %q (from %s)", secretName, ref)
+	if pausedForUs {
+		message += " and removed the pause " + preprovv1.PausedForPreprovisioning
+	}
+	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, message)
+	ctrl.LoggerFrom(ctx).Info("Host network data set", "secret", secretName, "unpaused", pausedForUs)
+	return nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for key, value := range want {
+		if have[key] != value {
+			return false
+		}
+	}
+	return true
+}

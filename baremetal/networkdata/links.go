@@ -1,0 +1,126 @@
+package networkdata
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+)
+
+// links renders the links in CAPM3's order: bonds, then ethernets, then vlans.
+// mtu is always present (CAPM3 emits it even when zero), name only when set,
+// and the MAC key only when the link has a macAddress.
+func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
+	c.planBootMAC(l)
+	out := make([]any, 0, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
+	for i, b := range l.Bonds {
+		field := item(root+".links.bonds", i, b.Id)
+		entry := map[string]any{
+			"type":                  "bond",
+			"id":                    b.Id,
+			"mtu":                   b.MTU,
+			"bond_mode":             b.BondMode,
+			"bond_xmit_hash_policy": b.BondXmitHashPolicy,
+			"bond_links":            b.BondLinks, // null when unset, as in CAPM3
+		}
+		if err := c.common(entry, field, b.Name, "ethernet_mac_address", b.MACAddress); err != nil {
+			return nil, err
+		}
+		if err := addBondParams(entry, field, b.Parameters); err != nil {
+			return nil, err
+		}
+		out = append(out, entry)
+	}
+	for i, e := range l.Ethernets {
+		field := item(root+".links.ethernets", i, e.Id)
+		entry := map[string]any{"type": e.Type, "id": e.Id, "mtu": e.MTU}
+		if err := c.common(entry, field, e.Name, "ethernet_mac_address", e.MACAddress); err != nil {
+			return nil, err
+		}
+		out = append(out, entry)
+	}
+	for i, v := range l.Vlans {
+		field := item(root+".links.vlans", i, v.Id)
+		if v.VlanID == nil {
+			return nil, inputErr(field+".vlanID", "is not set; set the VLAN id (0-4096)")
+		}
+		entry := map[string]any{
+			"type":      "vlan",
+			"id":        v.Id,
+			"mtu":       v.MTU,
+			"vlan_id":   *v.VlanID,
+			"vlan_link": v.VlanLink,
+		}
+		if err := c.common(entry, field, v.Name, "vlan_mac_address", v.MACAddress); err != nil {
+			return nil, err
+		}
+		out = append(out, entry)
+	}
+	return out, nil
+}
+
+// common adds the optional name and MAC address every link type may carry.
+func (c *compiler) common(entry map[string]any, field, name, macKey string, mac *capm3.NetworkLinkEthernetMac) error {
+	if name != "" {
+		entry["name"] = name
+	}
+	if mac == nil {
+		return nil
+	}
+	addr, err := c.mac(mac, field)
+	if err != nil {
+		return err
+	}
+	entry[macKey] = addr
+	return nil
+}
+
+// addBondParams renders each parameter as bond_<name>. Like CAPM3 it refuses
+// a parameter that would overwrite a key set from a structured field or an
+// earlier parameter, and reports all of them at once.
+func addBondParams(entry map[string]any, field string, params []capm3.NetworkDataLinkBondParam) error {
+	var clashes []string
+	for _, p := range params {
+		if p.Name == "" {
+			return inputErr(field+".parameters", "a parameter has an empty name; name every parameter (it is rendered as bond_<name>)")
+		}
+		key := "bond_" + p.Name
+		if _, taken := entry[key]; taken {
+			clashes = append(clashes, quote(p.Name))
+			continue
+		}
+		v, err := jsonValue(p.Value.Raw)
+		if err != nil {
+			return inputErr(field+".parameters["+plain(p.Name)+"].value", "is not valid JSON; give a JSON value such as 100, \"fast\" or true")
+		}
+		entry[key] = v
+	}
+	if len(clashes) > 0 {
+		return inputErr(field+".parameters", "%s would overwrite bond_mode, bond_xmit_hash_policy, bond_links or an earlier parameter; use bondMode, bondXmitHashPolicy and bondLinks for those and name each parameter once",
+			strings.Join(clashes, ", "))
+	}
+	return nil
+}
+
+var errInvalidJSON = errors.New("invalid JSON")
+
+// jsonValue decodes a parameter value so that it is re-encoded with sorted
+// keys; numbers keep their exact spelling. No value renders as null, as in
+// CAPM3.
+func jsonValue(raw []byte) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, errInvalidJSON
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}

@@ -1,0 +1,280 @@
+package networkdata
+
+import (
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+)
+
+// networkSpec is one network of any type, so the five template lists share
+// one code path. Static networks (ipv4, ipv6) also carry an address source.
+type networkSpec struct {
+	field    string
+	kind     string // the rendered "type"
+	ipv4     bool
+	static   bool
+	id, link string
+	ipPool   string
+	poolRef  capm3.IPPoolReference
+	poolAnn  capm3.FromPoolAnnotation
+	routes   []routeSpec
+}
+
+// routeSpec is one IPv4 or IPv6 route.
+type routeSpec struct {
+	network    string
+	prefix     *int32
+	gwString   *string
+	gwFromPool string
+	gwRef      capm3.IPPoolReference
+	gwAnn      capm3.FromPoolAnnotation
+	dns        []string
+	dnsPool    string
+}
+
+// networkSpecs lists the networks in CAPM3's order: ipv4, ipv6, ipv4_dhcp,
+// ipv6_dhcp, ipv6_slaac.
+func networkSpecs(n *capm3.NetworkDataNetwork) []networkSpec {
+	if n == nil {
+		return nil
+	}
+	out := make([]networkSpec, 0, len(n.IPv4)+len(n.IPv6)+len(n.IPv4DHCP)+len(n.IPv6DHCP)+len(n.IPv6SLAAC))
+	for i, s := range n.IPv4 {
+		out = append(out, networkSpec{
+			field: item(root+".networks.ipv4", i, s.ID), kind: "ipv4", ipv4: true, static: true,
+			id: s.ID, link: s.Link, ipPool: s.IPAddressFromIPPool, poolRef: s.FromPoolRef, poolAnn: s.FromPoolAnnotation,
+			routes: routesV4(s.Routes),
+		})
+	}
+	for i, s := range n.IPv6 {
+		out = append(out, networkSpec{
+			field: item(root+".networks.ipv6", i, s.ID), kind: "ipv6", static: true,
+			id: s.ID, link: s.Link, ipPool: s.IPAddressFromIPPool, poolRef: s.FromPoolRef, poolAnn: s.FromPoolAnnotation,
+			routes: routesV6(s.Routes),
+		})
+	}
+	for i, s := range n.IPv4DHCP {
+		out = append(out, networkSpec{
+			field: item(root+".networks.ipv4DHCP", i, s.ID), kind: "ipv4_dhcp", ipv4: true,
+			id: s.ID, link: s.Link, routes: routesV4(s.Routes),
+		})
+	}
+	for i, s := range n.IPv6DHCP {
+		out = append(out, networkSpec{
+			field: item(root+".networks.ipv6DHCP", i, s.ID), kind: "ipv6_dhcp",
+			id: s.ID, link: s.Link, routes: routesV6(s.Routes),
+		})
+	}
+	for i, s := range n.IPv6SLAAC {
+		out = append(out, networkSpec{
+			field: item(root+".networks.ipv6SLAAC", i, s.ID), kind: "ipv6_slaac",
+			id: s.ID, link: s.Link, routes: routesV6(s.Routes),
+		})
+	}
+	return out
+}
+
+func routesV4(rs []capm3.NetworkDataRoutev4) []routeSpec {
+	out := make([]routeSpec, len(rs))
+	for i, r := range rs {
+		out[i] = routeSpec{
+			network: string(r.Network), prefix: r.Prefix,
+			gwFromPool: r.Gateway.FromIPPool, gwRef: r.Gateway.FromPoolRef, gwAnn: r.Gateway.FromPoolAnnotation,
+		}
+		if r.Gateway.String != nil {
+			gw := string(*r.Gateway.String)
+			out[i].gwString = &gw
+		}
+		if r.Services != nil {
+			out[i].dnsPool = r.Services.DNSFromIPPool
+			for _, a := range r.Services.DNS {
+				out[i].dns = append(out[i].dns, string(a))
+			}
+		}
+	}
+	return out
+}
+
+func routesV6(rs []capm3.NetworkDataRoutev6) []routeSpec {
+	out := make([]routeSpec, len(rs))
+	for i, r := range rs {
+		out[i] = routeSpec{
+			network: string(r.Network), prefix: r.Prefix,
+			gwFromPool: r.Gateway.FromIPPool, gwRef: r.Gateway.FromPoolRef, gwAnn: r.Gateway.FromPoolAnnotation,
+		}
+		if r.Gateway.String != nil {
+			gw := string(*r.Gateway.String)
+			out[i].gwString = &gw
+		}
+		if r.Services != nil {
+			out[i].dnsPool = r.Services.DNSFromIPPool
+			for _, a := range r.Services.DNS {
+				out[i].dns = append(out[i].dns, string(a))
+			}
+		}
+	}
+	return out
+}
+
+// networkPlan is a network with every source resolved to a pool name.
+type networkPlan struct {
+	field       string
+	kind        string
+	id, link    string
+	ipv4        bool
+	addressPool string // static networks only
+	routes      []routePlan
+}
+
+type routePlan struct {
+	network, netmask string
+	gateway          string
+	gatewayPool      string // when set, the gateway is the pool's gateway
+	gatewayField     string
+	services         dnsPlan
+}
+
+// dnsPlan is a list of DNS servers, followed by those of a pool if set.
+type dnsPlan struct {
+	addresses []string
+	pool      string
+	field     string
+}
+
+func (c *compiler) networks(specs []networkSpec) ([]networkPlan, error) {
+	out := make([]networkPlan, 0, len(specs))
+	for _, s := range specs {
+		n := networkPlan{field: s.field, kind: s.kind, id: s.id, link: s.link, ipv4: s.ipv4}
+		if s.static {
+			pool, err := c.addressPool(s)
+			if err != nil {
+				return nil, err
+			}
+			n.addressPool = pool
+		}
+		n.routes = make([]routePlan, 0, len(s.routes))
+		for i, r := range s.routes {
+			rp, err := c.route(r, item(s.field+".routes", i, ""), s.ipv4)
+			if err != nil {
+				return nil, err
+			}
+			n.routes = append(n.routes, rp)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// addressPool picks the pool of a static network in CAPM3's order:
+// fromPoolAnnotation, then fromPoolRef, then ipAddressFromIPPool.
+func (c *compiler) addressPool(s networkSpec) (string, error) {
+	switch {
+	case s.poolAnn != (capm3.FromPoolAnnotation{}):
+		return c.poolFromAnnotation(s.poolAnn, s.field+".fromPoolAnnotation", "ipAddressFromIPPool or fromPoolRef")
+	case s.poolRef.Name != "":
+		return c.poolFromRef(s.poolRef, s.field+".fromPoolRef")
+	case s.ipPool != "":
+		return c.usePool(s.ipPool), nil
+	}
+	return "", inputErr(s.field, "has no address source; set ipAddressFromIPPool, fromPoolRef or fromPoolAnnotation to a Metal3 IPPool, or use an ipv4DHCP, ipv6DHCP or ipv6SLAAC network")
+}
+
+func (c *compiler) route(r routeSpec, field string, ipv4 bool) (routePlan, error) {
+	prefix := 0 // CAPM3 renders a route without prefix as a zero-length mask
+	if r.prefix != nil {
+		prefix = int(*r.prefix)
+	}
+	mask, ok := netmask(prefix, ipv4)
+	if !ok {
+		return routePlan{}, inputErr(field+".prefix", "%d is not a valid %s prefix length; use %s", prefix, family(ipv4), prefixRange(ipv4))
+	}
+	rp := routePlan{network: r.network, netmask: mask, gatewayField: field + ".gateway"}
+	gw := field + ".gateway"
+	var err error
+	// CAPM3's order: string, fromPoolAnnotation, fromPoolRef, fromIPPool.
+	switch {
+	case r.gwString != nil:
+		rp.gateway = *r.gwString
+	case r.gwAnn != (capm3.FromPoolAnnotation{}):
+		rp.gatewayPool, err = c.poolFromAnnotation(r.gwAnn, gw+".fromPoolAnnotation", "string, fromIPPool or fromPoolRef")
+	case r.gwRef.Name != "":
+		rp.gatewayPool, err = c.poolFromRef(r.gwRef, gw+".fromPoolRef")
+	case r.gwFromPool != "":
+		rp.gatewayPool = c.usePool(r.gwFromPool)
+	}
+	if err != nil {
+		return routePlan{}, err
+	}
+	rp.services = c.dns(r.dns, r.dnsPool, field+".services.dnsFromIPPool")
+	return rp, nil
+}
+
+func (c *compiler) dns(addresses []string, pool, field string) dnsPlan {
+	if pool != "" {
+		c.usePool(pool)
+	}
+	return dnsPlan{addresses: addresses, pool: pool, field: field}
+}
+
+func (n *networkPlan) render(addresses map[string]Address) (map[string]any, error) {
+	routes := make([]any, 0, len(n.routes))
+	for i := range n.routes {
+		r, err := n.routes[i].render(addresses)
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, r)
+	}
+	entry := map[string]any{"type": n.kind, "id": n.id, "link": n.link, "routes": routes}
+	if n.addressPool == "" {
+		return entry, nil
+	}
+	a, err := lookup(addresses, n.addressPool, n.field)
+	if err != nil {
+		return nil, err
+	}
+	mask, ok := netmask(a.Prefix, n.ipv4)
+	if !ok {
+		return nil, inputErr(n.field, "IPPool %s gave prefix %d, which is not a valid %s prefix length (%s); fix the prefix of the IPPool", quote(n.addressPool), a.Prefix, family(n.ipv4), prefixRange(n.ipv4))
+	}
+	entry["ip_address"] = a.IP
+	entry["netmask"] = mask
+	return entry, nil
+}
+
+func (r *routePlan) render(addresses map[string]Address) (map[string]any, error) {
+	gateway := r.gateway
+	if r.gatewayPool != "" {
+		a, err := lookup(addresses, r.gatewayPool, r.gatewayField)
+		if err != nil {
+			return nil, err
+		}
+		gateway = a.Gateway
+	}
+	services, err := r.services.render(addresses)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"network": r.network, "netmask": r.netmask, "gateway": gateway, "services": services}, nil
+}
+
+// render lists the DNS services; CAPM3 emits an empty list, never null.
+func (d *dnsPlan) render(addresses map[string]Address) ([]any, error) {
+	out := make([]any, 0, len(d.addresses))
+	for _, a := range d.addresses {
+		out = append(out, dnsService(a))
+	}
+	if d.pool == "" {
+		return out, nil
+	}
+	a, err := lookup(addresses, d.pool, d.field)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range a.DNSServers {
+		out = append(out, dnsService(s))
+	}
+	return out, nil
+}
+
+func dnsService(address string) map[string]any {
+	return map[string]any{"type": "dns", "address": address}
+}

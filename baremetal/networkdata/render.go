@@ -1,0 +1,142 @@
+package networkdata
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+)
+
+// PoolNames returns the sorted, de-duplicated names of every Metal3 IPAM
+// IPPool the network data refers to: network addresses (ipAddressFromIPPool,
+// fromPoolRef, fromPoolAnnotation), route gateways and DNS servers. It checks
+// the whole template against the host first, so the caller claims no address
+// for a template Render would reject; errors match ErrInvalidInput.
+func PoolNames(nd *capm3.NetworkData, host Host) ([]string, error) {
+	p, err := compile(nd, host)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(p.pools))
+	for name := range p.pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Render returns the network_data document as JSON. Keys are sorted and list
+// order follows the template, so the same input always yields the same bytes.
+// addresses is keyed by pool name and must hold every pool PoolNames returns.
+func Render(nd *capm3.NetworkData, host Host, addresses map[string]Address) ([]byte, error) {
+	p, err := compile(nd, host)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := p.document(addresses)
+	if err != nil {
+		return nil, err
+	}
+	return encode(doc)
+}
+
+// plan is the template resolved against the host: everything but the
+// addresses, which only Render has.
+type plan struct {
+	links    []any
+	networks []networkPlan
+	services dnsPlan
+	pools    map[string]struct{}
+}
+
+// compile checks the template and resolves every host-dependent value.
+// A nil template yields empty lists, as CAPM3 does for a template whose
+// networkData has no links, networks or services.
+func compile(nd *capm3.NetworkData, host Host) (*plan, error) {
+	p := &plan{links: []any{}, pools: map[string]struct{}{}}
+	if nd == nil {
+		return p, nil
+	}
+	var links capm3.NetworkDataLink
+	if nd.Links != nil {
+		links = *nd.Links
+	}
+	nets := networkSpecs(nd.Networks)
+	ids, err := checkLinks(links)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNetworks(nets, ids); err != nil {
+		return nil, err
+	}
+	c := &compiler{host: host, plan: p}
+	if p.links, err = c.links(links); err != nil {
+		return nil, err
+	}
+	if p.networks, err = c.networks(nets); err != nil {
+		return nil, err
+	}
+	if nd.Services != nil {
+		dns := make([]string, len(nd.Services.DNS))
+		for i, a := range nd.Services.DNS {
+			dns[i] = string(a)
+		}
+		p.services = c.dns(dns, nd.Services.DNSFromIPPool, root+".services.dnsFromIPPool")
+	}
+	return p, nil
+}
+
+// compiler carries the host and the plan while the template is resolved.
+type compiler struct {
+	host Host
+	plan *plan
+	// bootMACLink is the field of the one ethernet link whose
+	// fromHostInterface may use the host's bootMACAddress; see mac.go.
+	bootMACLink string
+	// hostInterfaceLinks names the links using fromHostInterface, for errors.
+	hostInterfaceLinks []string
+}
+
+func (c *compiler) usePool(name string) string {
+	c.plan.pools[name] = struct{}{}
+	return name
+}
+
+// document fills the plan with the addresses.
+func (p *plan) document(addresses map[string]Address) (map[string]any, error) {
+	networks := make([]any, 0, len(p.networks))
+	for i := range p.networks {
+		n, err := p.networks[i].render(addresses)
+		if err != nil {
+			return nil, err
+		}
+		networks = append(networks, n)
+	}
+	services, err := p.services.render(addresses)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"links": p.links, "networks": networks, "services": services}, nil
+}
+
+func lookup(addresses map[string]Address, pool, field string) (Address, error) {
+	a, ok := addresses[pool]
+	if !ok {
+		return Address{}, &MissingAddressError{Pool: pool, Field: field}
+	}
+	return a, nil
+}
+
+// encode marshals with sorted map keys and without HTML escaping, so the
+// bytes are stable and addresses read as written.
+func encode(doc map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("encoding network data: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,35 @@
+package baremetal
+
+import (
+	"fmt"
+	"strings"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// HostSelector turns a CAPM3 HostSelector into a label selector with CAPM3's
+// semantics: matchLabels are equality requirements, matchExpressions use the
+// operator lower-cased (in, notin, exists, "!", =, ==, !=, gt, lt), and an
+// empty selector selects every host.
+func HostSelector(hs capm3.HostSelector) (labels.Selector, error) {
+	selector := labels.NewSelector()
+	for key, value := range hs.MatchLabels {
+		requirement, err := labels.NewRequirement(key, selection.Equals, []string{value})
+		if err != nil {
+			return nil, fmt.Errorf("hostSelector.matchLabels %q: %w", key, err)
+		}
+		selector = selector.Add(*requirement)
+	}
+	for i, expression := range hs.MatchExpressions {
+		operator := selection.Operator(strings.ToLower(string(expression.Operator)))
+		requirement, err := labels.NewRequirement(expression.Key, operator, expression.Values)
+		if err != nil {
+			return nil, fmt.Errorf("hostSelector.matchExpressions[%d] (key %q, operator %q): %w",
+				i, expression.Key, expression.Operator, err)
+		}
+		selector = selector.Add(*requirement)
+	}
+	return selector, nil
+}

@@ -1,0 +1,187 @@
+package baremetal
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// Template kinds, as they appear in events, logs and TemplateRef.
+const (
+	KindMachineTemplate         = "Metal3MachineTemplate"
+	KindPreprovisioningTemplate = "Metal3PreprovisioningTemplate"
+)
+
+// TemplateRef names a template within the host's namespace.
+type TemplateRef struct {
+	Kind string
+	Name string
+}
+
+// String is the "<Kind>/<name>" form used in events and annotations.
+func (r TemplateRef) String() string { return r.Kind + "/" + r.Name }
+
+// ParseTemplateRef reads the "<Kind>/<name>" form back.
+func ParseTemplateRef(s string) (TemplateRef, bool) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || kind == "" || name == "" {
+		return TemplateRef{}, false
+	}
+	return TemplateRef{Kind: kind, Name: name}, true
+}
+
+// Template is one source of preprovisioning network data, whichever kind it
+// came from, so the rest of the code never asks which kind it is.
+type Template struct {
+	Ref        TemplateRef
+	Generation int64
+	Selector   capm3.HostSelector
+
+	// Exactly one of NetworkData (inline) and DataTemplateName (a
+	// Metal3DataTemplate in the same namespace) is the data source; a
+	// DataTemplateError says why neither can be used.
+	NetworkData       *capm3.NetworkData
+	DataTemplateName  string
+	DataTemplateError string
+
+	// AdoptExistingHosts lets the template manage hosts that are not paused
+	// for preprovisioning.
+	AdoptExistingHosts bool
+	// UpdateProvisionedHosts re-renders the Secret of provisioned hosts
+	// instead of reporting drift.
+	UpdateProvisionedHosts bool
+}
+
+// Selects reports whether the template selects a host with these labels.
+func (t Template) Selects(hostLabels map[string]string) (bool, error) {
+	selector, err := HostSelector(t.Selector)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", t.Ref, err)
+	}
+	return selector.Matches(labels.Set(hostLabels)), nil
+}
+
+// Templates reads the templates of a namespace from both sources.
+type Templates struct {
+	Reader client.Reader
+	// AllMachineTemplates opts every Metal3MachineTemplate in, not only those
+	// annotated preprovisioning.metal3.io/enabled: "true".
+	AllMachineTemplates bool
+}
+
+// List returns the templates of a namespace, sorted by kind and name.
+func (t *Templates) List(ctx context.Context, namespace string) ([]Template, error) {
+	machineTemplates := &capm3.Metal3MachineTemplateList{}
+	if err := t.Reader.List(ctx, machineTemplates, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Metal3MachineTemplates in %q: %w", namespace, err)
+	}
+	preprovTemplates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := t.Reader.List(ctx, preprovTemplates, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Metal3PreprovisioningTemplates in %q: %w", namespace, err)
+	}
+
+	templates := make([]Template, 0, len(machineTemplates.Items)+len(preprovTemplates.Items))
+	for i := range machineTemplates.Items {
+		if m3mt := &machineTemplates.Items[i]; t.MachineTemplateEnabled(m3mt) {
+			templates = append(templates, FromMachineTemplate(m3mt))
+		}
+	}
+	for i := range preprovTemplates.Items {
+		templates = append(templates, FromPreprovisioningTemplate(&preprovTemplates.Items[i]))
+	}
+	sort.Slice(templates, func(i, j int) bool { return templates[i].Ref.String() < templates[j].Ref.String() })
+	return templates, nil
+}
+
+// MachineTemplateEnabled reports whether a Metal3MachineTemplate is a source.
+func (t *Templates) MachineTemplateEnabled(m3mt *capm3.Metal3MachineTemplate) bool {
+	return t.AllMachineTemplates || m3mt.Annotations[preprovv1.EnabledAnnotation] == "true"
+}
+
+// FromMachineTemplate is the view of an opted-in Metal3MachineTemplate: its
+// host selector and the networkData of the Metal3DataTemplate it names.
+func FromMachineTemplate(m3mt *capm3.Metal3MachineTemplate) Template {
+	spec := m3mt.Spec.Template.Spec
+	template := Template{
+		Ref:        TemplateRef{Kind: KindMachineTemplate, Name: m3mt.Name},
+		Generation: m3mt.Generation,
+	}
+	if spec.HostSelector != nil {
+		template.Selector = *spec.HostSelector
+	}
+	switch {
+	case spec.DataTemplate == nil || spec.DataTemplate.Name == "":
+		template.DataTemplateError = fmt.Sprintf("%s has no spec.template.spec.dataTemplate: "+
+			"name the Metal3DataTemplate whose networkData the host should boot with", template.Ref)
+	case spec.DataTemplate.Namespace != "" && spec.DataTemplate.Namespace != m3mt.Namespace:
+		template.DataTemplateError = fmt.Sprintf("%s names Metal3DataTemplate %s/%s in another namespace: "+
+			"the data template must be in the namespace of the template and its hosts",
+			template.Ref, spec.DataTemplate.Namespace, spec.DataTemplate.Name)
+	default:
+		template.DataTemplateName = spec.DataTemplate.Name
+	}
+	return template
+}
+
+// FromPreprovisioningTemplate is the view of one of our own templates.
+func FromPreprovisioningTemplate(m3ppt *preprovv1.Metal3PreprovisioningTemplate) Template {
+	spec := m3ppt.Spec
+	template := Template{
+		Ref:                    TemplateRef{Kind: KindPreprovisioningTemplate, Name: m3ppt.Name},
+		Generation:             m3ppt.Generation,
+		Selector:               spec.HostSelector,
+		NetworkData:            spec.NetworkData,
+		AdoptExistingHosts:     spec.AdoptExistingHosts,
+		UpdateProvisionedHosts: spec.ProvisionedHostPolicy == preprovv1.ProvisionedHostUpdate,
+	}
+	switch {
+	case spec.NetworkData != nil && spec.DataTemplateRef != nil:
+		template.NetworkData = nil
+		template.DataTemplateError = fmt.Sprintf("%s sets both spec.networkData and spec.dataTemplateRef: keep exactly one", template.Ref)
+	case spec.DataTemplateRef != nil:
+		template.DataTemplateName = spec.DataTemplateRef.Name
+	case spec.NetworkData == nil:
+		template.DataTemplateError = fmt.Sprintf("%s sets neither spec.networkData nor spec.dataTemplateRef: set exactly one", template.Ref)
+	}
+	return template
+}
+
+// NetworkData returns the network data a template renders. It returns a
+// *TemplateError when the template cannot be used as it is.
+func (t *Templates) NetworkData(ctx context.Context, namespace string, template Template) (*capm3.NetworkData, error) {
+	if template.DataTemplateError != "" {
+		return nil, &TemplateError{Message: template.DataTemplateError}
+	}
+	if template.DataTemplateName == "" {
+		return template.NetworkData, nil
+	}
+	dataTemplate := &capm3.Metal3DataTemplate{}
+	key := client.ObjectKey{Namespace: namespace, Name: template.DataTemplateName}
+	if err := t.Reader.Get(ctx, key, dataTemplate); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &TemplateError{Message: fmt.Sprintf("%s names Metal3DataTemplate %q, which does not exist in namespace %q: create it or fix the name",
+				template.Ref, template.DataTemplateName, namespace)}
+		}
+		return nil, fmt.Errorf("getting Metal3DataTemplate %s: %w", key, err)
+	}
+	if dataTemplate.Spec.NetworkData == nil {
+		return nil, &TemplateError{Message: fmt.Sprintf("Metal3DataTemplate %q (used by %s) has no spec.networkData: "+
+			"without it the deploy ramdisk has no network", template.DataTemplateName, template.Ref)}
+	}
+	return dataTemplate.Spec.NetworkData, nil
+}
+
+// TemplateError is a template that cannot be used until a user fixes it.
+type TemplateError struct {
+	Message string
+}
+
+func (e *TemplateError) Error() string { return e.Message }

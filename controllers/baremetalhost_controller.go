@@ -1,0 +1,71 @@
+// Package controllers holds thin reconcilers: they read the object, call a
+// manager from baremetal/ or ipam/, and map events on related objects to the
+// hosts they concern.
+package controllers
+
+import (
+	"context"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+)
+
+// +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates;metal3datatemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses;ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// BareMetalHostReconciler gives paused hosts their preprovisioning network
+// data. Hosts are the root of the work: every other watch maps to hosts.
+type BareMetalHostReconciler struct {
+	Client  client.Client
+	Manager *baremetal.HostManager
+}
+
+// Reconcile runs the host manager for one host.
+func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+		// A deleted host takes its claims and Secret with it (owner references).
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	_, err := r.Manager.Reconcile(ctx, host)
+	return ctrl.Result{}, err
+}
+
+// SetupWithManager watches hosts and everything their network data depends on.
+func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
+	hosts := &hostMapper{client: mgr.GetClient(), templates: r.Manager.Templates}
+	toOwningHost := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("baremetalhost").
+		WithOptions(options).
+		For(&bmov1alpha1.BareMetalHost{}).
+		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate)).
+		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forPreprovisioningTemplate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// IPAM writes a pool's status on every allocation: only spec changes
+		// (and creation and deletion) can unblock a host.
+		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(hosts.forPool),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&ipamv1.IPClaim{}, toOwningHost).
+		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
+		Watches(&corev1.Secret{}, toOwningHost).
+		Complete(r)
+}

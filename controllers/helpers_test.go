@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+)
+
+const (
+	waitTimeout  = 30 * time.Second
+	pollInterval = 50 * time.Millisecond
+)
+
+// newNamespace creates a namespace of its own for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "preprov-test-"}}
+	require.NoError(t, k8sClient.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func create(t *testing.T, objects ...client.Object) {
+	t.Helper()
+	for _, obj := range objects {
+		require.NoError(t, k8sClient.Create(context.Background(), obj), "creating %T %s", obj, obj.GetName())
+	}
+}
+
+func getHost(t require.TestingT, namespace, name string) *bmov1alpha1.BareMetalHost {
+	host := &bmov1alpha1.BareMetalHost{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, host))
+	return host
+}
+
+// waitForNetworkData waits until the host is unpaused and points at its
+// Secret, and returns the Secret's network data, decoded.
+func waitForNetworkData(t *testing.T, namespace, hostName string) map[string]any {
+	t.Helper()
+	var networkData map[string]any
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		networkData = readNetworkData(c, namespace, hostName)
+	}, waitTimeout, pollInterval)
+	return networkData
+}
+
+// readNetworkData checks that the host is unpaused and points at its Secret,
+// and returns the Secret's network data, decoded.
+func readNetworkData(t require.TestingT, namespace, hostName string) map[string]any {
+	host := getHost(t, namespace, hostName)
+	require.NotContains(t, host.Annotations, preprovv1.PausedAnnotation)
+	require.Equal(t, baremetal.NetworkDataSecretName(hostName), host.Spec.PreprovisioningNetworkDataName)
+	secret := &corev1.Secret{}
+	require.NoError(t, k8sClient.Get(context.Background(),
+		client.ObjectKey{Namespace: namespace, Name: host.Spec.PreprovisioningNetworkDataName}, secret))
+	var networkData map[string]any
+	require.NoError(t, json.Unmarshal(secret.Data[preprovv1.NetworkDataKey], &networkData))
+	return networkData
+}
+
+// waitForEvent waits for an event on the host with this reason, and returns
+// its note.
+func waitForEvent(t *testing.T, namespace, hostName, reason string) string {
+	t.Helper()
+	var note string
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		note = ""
+		for _, event := range hostEvents(c, namespace, hostName) {
+			if event.Reason == reason {
+				note = event.Note
+			}
+		}
+		require.NotEmpty(c, note, "no %s event on host %s yet", reason, hostName)
+	}, waitTimeout, pollInterval)
+	return note
+}
+
+func hostEvents(t require.TestingT, namespace, hostName string) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	require.NoError(t, k8sClient.List(context.Background(), list, client.InNamespace(namespace)))
+	var events []eventsv1.Event
+	for _, event := range list.Items {
+		if event.Regarding.Kind == "BareMetalHost" && event.Regarding.Name == hostName {
+			events = append(events, event)
+		}
+	}
+	return events
+}
+
+// assertUntouched checks that a host is as the user registered it: still
+// paused with the given value, no network data, no Secret, no claim.
+func assertUntouched(t *testing.T, namespace, hostName, pausedValue string) {
+	t.Helper()
+	host := getHost(t, namespace, hostName)
+	assert.Equal(t, pausedValue, host.Annotations[preprovv1.PausedAnnotation])
+	assert.Empty(t, host.Spec.PreprovisioningNetworkDataName)
+	assert.NotContains(t, host.Labels, preprovv1.ManagedLabel)
+	secrets := &corev1.SecretList{}
+	require.NoError(t, k8sClient.List(context.Background(), secrets, client.InNamespace(namespace)))
+	for _, secret := range secrets.Items {
+		assert.NotEqual(t, baremetal.NetworkDataSecretName(hostName), secret.Name)
+	}
+}
+
+func metaNamed(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}

@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"context"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
+)
+
+// hostMapper maps events on related objects to the hosts they concern. On
+// an update the handler maps both the old and the new object, so hosts that a
+// template stops selecting are visited as well as those it starts selecting.
+type hostMapper struct {
+	client    client.Client
+	templates *baremetal.Templates
+}
+
+func (m *hostMapper) forMachineTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	m3mt, ok := obj.(*capm3.Metal3MachineTemplate)
+	if !ok {
+		return nil
+	}
+	template := baremetal.FromMachineTemplate(m3mt)
+	if !m.templates.MachineTemplateEnabled(m3mt) {
+		// Not a source: only the hosts it set up earlier can be affected.
+		return m.hostsSetUpBy(ctx, m3mt.Namespace, template.Ref)
+	}
+	return m.hostsOf(ctx, m3mt.Namespace, template)
+}
+
+func (m *hostMapper) forPreprovisioningTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	m3ppt, ok := obj.(*preprovv1.Metal3PreprovisioningTemplate)
+	if !ok {
+		return nil
+	}
+	return m.hostsOf(ctx, m3ppt.Namespace, baremetal.FromPreprovisioningTemplate(m3ppt))
+}
+
+// forDataTemplate maps a Metal3DataTemplate to the hosts of every template
+// that names it.
+func (m *hostMapper) forDataTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	byDataTemplate := []client.ListOption{
+		client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{index.DataTemplateField: obj.GetName()},
+	}
+	var requests []reconcile.Request
+	machineTemplates := &capm3.Metal3MachineTemplateList{}
+	if err := m.client.List(ctx, machineTemplates, byDataTemplate...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Metal3MachineTemplates of a Metal3DataTemplate")
+		return nil
+	}
+	for i := range machineTemplates.Items {
+		requests = append(requests, m.forMachineTemplate(ctx, &machineTemplates.Items[i])...)
+	}
+	preprovTemplates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := m.client.List(ctx, preprovTemplates, byDataTemplate...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Metal3PreprovisioningTemplates of a Metal3DataTemplate")
+		return nil
+	}
+	for i := range preprovTemplates.Items {
+		requests = append(requests, m.forPreprovisioningTemplate(ctx, &preprovTemplates.Items[i])...)
+	}
+	return requests
+}
+
+// forPool maps a pool's creation, deletion or spec change to the hosts still
+// paused for us in its namespace: only they can be waiting on a pool.
+func (m *hostMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing BareMetalHosts of an IPPool's namespace")
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range hosts.Items {
+		if hosts.Items[i].Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
+			requests = append(requests, requestFor(&hosts.Items[i]))
+		}
+	}
+	return requests
+}
+
+// forAddress maps an IPAddress to the hosts owning its claim: IPAM creates
+// the address before it points the claim at it, but our cache may see the two
+// in either order.
+func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconcile.Request {
+	address, ok := obj.(*ipamv1.IPAddress)
+	if !ok || address.Spec.Claim.Name == "" {
+		return nil
+	}
+	claim := &ipamv1.IPClaim{}
+	if err := m.client.Get(ctx, client.ObjectKey{Namespace: address.Namespace, Name: address.Spec.Claim.Name}, claim); err != nil {
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, ref := range claim.OwnerReferences {
+		if ref.Kind == "BareMetalHost" && ref.APIVersion == bmov1alpha1.GroupVersion.String() {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}})
+		}
+	}
+	return requests
+}
+
+// hostsOf returns the hosts a template selects and the hosts it set up.
+func (m *hostMapper) hostsOf(ctx context.Context, namespace string, template baremetal.Template) []reconcile.Request {
+	requests := m.hostsSetUpBy(ctx, namespace, template.Ref)
+	selector, err := baremetal.HostSelector(template.Selector)
+	if err != nil {
+		return requests
+	}
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := m.client.List(ctx, hosts, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts a template selects", "template", template.Ref.String())
+		return requests
+	}
+	for i := range hosts.Items {
+		requests = append(requests, requestFor(&hosts.Items[i]))
+	}
+	return requests
+}
+
+func (m *hostMapper) hostsSetUpBy(ctx context.Context, namespace string, ref baremetal.TemplateRef) []reconcile.Request {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	err := m.client.List(ctx, hosts, client.InNamespace(namespace), client.MatchingFields{index.HostTemplateField: ref.String()})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts a template set up", "template", ref.String())
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(hosts.Items))
+	for i := range hosts.Items {
+		requests = append(requests, requestFor(&hosts.Items[i]))
+	}
+	return requests
+}
+
+func requestFor(obj client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}

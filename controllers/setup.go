@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// EventSource is the name our events are reported by.
+const EventSource = "capm3-preprov"
+
+// Options configure the controllers.
+type Options struct {
+	// AllMachineTemplates opts every Metal3MachineTemplate in as a source.
+	AllMachineTemplates bool
+	// Host configures the host controller (concurrency).
+	Host controller.Options
+}
+
+// Setup registers the field indexes and every controller with the manager.
+// The manager binary and the tests wire the controllers the same way.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
+	hostManager := &baremetal.HostManager{
+		Client:    mgr.GetClient(),
+		Templates: templates,
+		Claims:    &ipam.Claims{Client: mgr.GetClient()},
+		Recorder:  mgr.GetEventRecorder(EventSource),
+	}
+	return (&BareMetalHostReconciler{Client: mgr.GetClient(), Manager: hostManager}).SetupWithManager(mgr, opts.Host)
+}
+
+// CacheOptions keep in memory only what the controllers read.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		// We never read managed fields; they are often the largest part of a
+		// BareMetalHost.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Only our own Secrets: never BMC credentials or anything else.
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
+		},
+	}
+}

@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+)
+
+// One control plane and one manager (our controllers plus the IPAM
+// stand-in) serve every test; each test works in its own namespace.
+var (
+	testEnv   *envtest.Environment
+	k8sClient client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	env, err := envtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	testEnv, k8sClient = env, env.Client
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Cache:   CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := Setup(ctx, mgr, Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	managerDone := make(chan error, 1)
+	go func() { managerDone <- mgr.Start(ctx) }()
+
+	code := m.Run()
+	cancel()
+	if err := <-managerDone; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	return code
+}
+
+// zapLevel keeps the controllers' logs to errors unless TEST_VERBOSE is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}

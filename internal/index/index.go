@@ -1,0 +1,60 @@
+// Package index holds the field indexes the controllers use to map an event
+// on one object to the hosts it concerns, instead of scanning every host.
+package index
+
+import (
+	"context"
+	"fmt"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+const (
+	// HostTemplateField indexes BareMetalHosts by the template recorded on
+	// them ("<Kind>/<name>"), to find the hosts a template set up.
+	HostTemplateField = "preprovisioning.metal3.io/template"
+	// DataTemplateField indexes Metal3MachineTemplates and
+	// Metal3PreprovisioningTemplates by the Metal3DataTemplate they name.
+	DataTemplateField = "preprovisioning.metal3.io/data-template"
+)
+
+// Register adds our field indexes to the manager's cache.
+func Register(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostTemplateField, hostTemplate); err != nil {
+		return fmt.Errorf("indexing BareMetalHosts by template: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &capm3.Metal3MachineTemplate{}, DataTemplateField, machineTemplateDataTemplate); err != nil {
+		return fmt.Errorf("indexing Metal3MachineTemplates by data template: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &preprovv1.Metal3PreprovisioningTemplate{}, DataTemplateField, preprovTemplateDataTemplate); err != nil {
+		return fmt.Errorf("indexing Metal3PreprovisioningTemplates by data template: %w", err)
+	}
+	return nil
+}
+
+func hostTemplate(obj client.Object) []string {
+	if ref := obj.GetAnnotations()[preprovv1.TemplateAnnotation]; ref != "" {
+		return []string{ref}
+	}
+	return nil
+}
+
+func machineTemplateDataTemplate(obj client.Object) []string {
+	m3mt, ok := obj.(*capm3.Metal3MachineTemplate)
+	if !ok || m3mt.Spec.Template.Spec.DataTemplate == nil || m3mt.Spec.Template.Spec.DataTemplate.Name == "" {
+		return nil
+	}
+	return []string{m3mt.Spec.Template.Spec.DataTemplate.Name}
+}
+
+func preprovTemplateDataTemplate(obj client.Object) []string {
+	m3ppt, ok := obj.(*preprovv1.Metal3PreprovisioningTemplate)
+	if !ok || m3ppt.Spec.DataTemplateRef == nil || m3ppt.Spec.DataTemplateRef.Name == "" {
+		return nil
+	}
+	return []string{m3ppt.Spec.DataTemplateRef.Name}
+}

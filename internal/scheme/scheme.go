@@ -1,0 +1,25 @@
+// Package scheme builds the runtime scheme with every kind we read or write.
+package scheme
+
+import (
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// New returns a scheme with Kubernetes' built-in kinds, BMO's, CAPM3's
+// (v1beta2, the stored version), Metal3 IPAM's and ours.
+func New() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(bmov1alpha1.AddToScheme(scheme))
+	utilruntime.Must(capm3.AddToScheme(scheme))
+	utilruntime.Must(ipamv1.AddToScheme(scheme))
+	utilruntime.Must(preprovv1.AddToScheme(scheme))
+	return scheme
+}

@@ -1,0 +1,217 @@
+// Package ipam claims IP addresses for hosts from Metal3 IPAM IPPools and
+// reads them back, following the IPClaim/IPAddress contract of
+// metal3-io/ip-address-manager.
+package ipam
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+)
+
+// ClaimName is the name of the IPClaim a host holds on a pool. CAPM3 looks up
+// the same name ("<bmh>-<pool>") when it renders the host's Metal3Data, which
+// is how the host keeps its IP after provisioning.
+func ClaimName(hostName, poolName string) string {
+	return hostName + "-" + poolName
+}
+
+// PoolState is where a host's address from one pool stands.
+type PoolState struct {
+	Pool  string
+	Claim string
+	// Address is set once IPAM has allocated an address for the claim.
+	Address *networkdata.Address
+	// Created is true when this call created the claim.
+	Created bool
+	// Waiting says why the address is not there yet, when it will come
+	// without anybody's help (IPAM has not acted yet, a retry is under way).
+	Waiting string
+	// Failed says what is wrong when it needs a user's fix (no such pool,
+	// the pool is exhausted, a claim of that name belongs to somebody else).
+	Failed string
+}
+
+// Claims ensures the IPClaims of hosts and reads their addresses.
+type Claims struct {
+	Client client.Client
+}
+
+// Ensure makes sure the host has one claim on each pool and returns, pool by
+// pool, its address or why there is none yet. It returns an error only when
+// the API server does.
+func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) ([]PoolState, error) {
+	states := make([]PoolState, 0, len(pools))
+	for _, pool := range pools {
+		state, err := c.ensureOne(ctx, host, pool)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, state)
+	}
+	return states, nil
+}
+
+func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, poolName string) (PoolState, error) {
+	state := PoolState{Pool: poolName, Claim: ClaimName(host.Name, poolName)}
+
+	pool := &ipamv1.IPPool{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			state.Failed = fmt.Sprintf("IPPool %q does not exist in namespace %q: create it, or fix the pool name in the template "+
+				"(IPClaims only work with a pool in the host's namespace)", poolName, host.Namespace)
+			return state, nil
+		}
+		return state, fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, poolName, err)
+	}
+
+	claim := &ipamv1.IPClaim{}
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}, claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
+				return state, nil
+			}
+			return state, fmt.Errorf("creating IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
+		}
+		state.Created = true
+		state.Waiting = waitingForIPAM(pool, state.Claim)
+		return state, nil
+	case err != nil:
+		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
+	}
+
+	if !ownedByHost(claim, host) {
+		if hasStaleHostOwner(claim, host) {
+			state.Waiting = fmt.Sprintf("IPClaim %q belongs to an earlier BareMetalHost named %q; waiting for the garbage collector to remove it",
+				state.Claim, host.Name)
+			return state, nil
+		}
+		state.Failed = fmt.Sprintf("IPClaim %q exists but was not created for this host (it has no owner reference to BareMetalHost %q): "+
+			"delete it, or add this host as its owner to hand the address over", state.Claim, host.Name)
+		return state, nil
+	}
+	if !claim.DeletionTimestamp.IsZero() {
+		state.Waiting = fmt.Sprintf("IPClaim %q is being deleted; a new one is created once it is gone", state.Claim)
+		return state, nil
+	}
+
+	if claim.Status.Address == nil {
+		if claim.Status.ErrorMessage != nil {
+			return c.failedClaim(ctx, claim, pool, state)
+		}
+		state.Waiting = waitingForIPAM(pool, state.Claim)
+		return state, nil
+	}
+
+	address := &ipamv1.IPAddress{}
+	key := client.ObjectKey{Namespace: host.Namespace, Name: claim.Status.Address.Name}
+	if err := c.Client.Get(ctx, key, address); err != nil {
+		if apierrors.IsNotFound(err) {
+			state.Waiting = fmt.Sprintf("IPClaim %q points at IPAddress %q, which is not there yet", state.Claim, key.Name)
+			return state, nil
+		}
+		return state, fmt.Errorf("getting IPAddress %s: %w", key, err)
+	}
+	state.Address = addressOf(address)
+	return state, nil
+}
+
+// failedClaim handles a claim IPAM gave up on. IPAM never looks at such a
+// claim again, so once the pool has changed since the claim was made (it may
+// have grown), the claim is deleted and the next reconcile makes a fresh one.
+// It holds no address, so nothing is lost.
+func (c *Claims) failedClaim(ctx context.Context, claim *ipamv1.IPClaim, pool *ipamv1.IPPool, state PoolState) (PoolState, error) {
+	if claim.Annotations[preprovv1.PoolGenerationAnnotation] != strconv.FormatInt(pool.Generation, 10) {
+		if err := c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+			return state, fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
+		}
+		state.Waiting = fmt.Sprintf("IPPool %q changed since IPClaim %q failed (%s); retrying with a new claim",
+			pool.Name, claim.Name, *claim.Status.ErrorMessage)
+		return state, nil
+	}
+	state.Failed = fmt.Sprintf("IPAM could not allocate an address from IPPool %q for IPClaim %q: %s; "+
+		"the claim is retried when the pool changes (for example when it grows)", pool.Name, claim.Name, *claim.Status.ErrorMessage)
+	return state, nil
+}
+
+func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string) *ipamv1.IPClaim {
+	return &ipamv1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: host.Namespace,
+			// Deliberately not CAPM3's data-name/pool-name labels: CAPM3
+			// deletes claims carrying them when it deprovisions.
+			Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10)},
+			OwnerReferences: []metav1.OwnerReference{HostOwnerReference(host)},
+		},
+		Spec: ipamv1.IPClaimSpec{
+			Pool: corev1.ObjectReference{Name: pool.Name, Namespace: pool.Namespace},
+		},
+	}
+}
+
+// HostOwnerReference is the non-controller owner reference that ties our
+// claims and Secrets to their host, so they go when the host goes.
+func HostOwnerReference(host *bmov1alpha1.BareMetalHost) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: bmov1alpha1.GroupVersion.String(),
+		Kind:       "BareMetalHost",
+		Name:       host.Name,
+		UID:        host.UID,
+	}
+}
+
+func ownedByHost(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == host.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func hasStaleHostOwner(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "BareMetalHost" && ref.Name == host.Name && ref.UID != host.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func waitingForIPAM(pool *ipamv1.IPPool, claim string) string {
+	if pool.Spec.ClusterName != nil && *pool.Spec.ClusterName != "" {
+		return fmt.Sprintf("waiting for IPAM to allocate an address for IPClaim %q; IPPool %q has spec.clusterName %q and IPAM serves it "+
+			"only once that Cluster exists: leave clusterName unset on pools used before a cluster exists",
+			claim, pool.Name, *pool.Spec.ClusterName)
+	}
+	return fmt.Sprintf("waiting for IPAM to allocate an address for IPClaim %q from IPPool %q", claim, pool.Name)
+}
+
+func addressOf(address *ipamv1.IPAddress) *networkdata.Address {
+	result := &networkdata.Address{
+		IP:     string(address.Spec.Address),
+		Prefix: address.Spec.Prefix,
+	}
+	if address.Spec.Gateway != nil {
+		result.Gateway = string(*address.Spec.Gateway)
+	}
+	for _, server := range address.Spec.DNSServers {
+		result.DNSServers = append(result.DNSServers, string(server))
+	}
+	return result
+}

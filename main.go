@@ -1,0 +1,104 @@
+// Command manager runs capm3-preprov: it gives BareMetalHosts paused with
+// metal3.io/preprovisioning a static network configuration for their deploy
+// ramdisk, rendered from Metal3 templates with addresses from Metal3 IPAM.
+package main
+
+import (
+	"flag"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/controllers"
+	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+type options struct {
+	metricsAddr         string
+	probeAddr           string
+	webhookPort         int
+	leaderElect         bool
+	leaderElectionID    string
+	allMachineTemplates bool
+	hostConcurrency     int
+	qps                 float64
+	burst               int
+}
+
+func main() {
+	opts := options{}
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":9440", "The address the health and readiness probes bind to.")
+	flag.IntVar(&opts.webhookPort, "webhook-port", 9443, "The port of the webhook server; 0 runs without a webhook server.")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Enable leader election, so only one manager acts at a time.")
+	flag.StringVar(&opts.leaderElectionID, "leader-election-id", "capm3-preprov-leader-election", "The name of the leader election Lease.")
+	flag.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
+		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
+	flag.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
+	flag.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
+	flag.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
+	zapOptions := zap.Options{}
+	zapOptions.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOptions)))
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "Manager failed")
+		os.Exit(1)
+	}
+}
+
+func run(opts options) error {
+	ctx := ctrl.SetupSignalHandler()
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	restConfig.QPS = float32(opts.qps)
+	restConfig.Burst = opts.burst
+
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(opts))
+	if err != nil {
+		return err
+	}
+	if err := controllers.Setup(ctx, mgr, controllers.Options{
+		AllMachineTemplates: opts.allMachineTemplates,
+		Host:                controller.Options{MaxConcurrentReconciles: opts.hostConcurrency},
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting manager")
+	return mgr.Start(ctx)
+}
+
+// managerOptions are the manager's options: scheme, endpoints, leader
+// election and a cache that holds only what the controllers read.
+func managerOptions(opts options) ctrl.Options {
+	managerOpts := ctrl.Options{
+		Scheme:                        scheme.New(),
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(),
+	}
+	if opts.webhookPort != 0 {
+		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.webhookPort})
+	}
+	return managerOpts
+}
