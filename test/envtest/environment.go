@@ -25,6 +25,8 @@ type Environment struct {
 	Config *rest.Config
 	Client client.Client
 	Scheme *k8sruntime.Scheme
+	// KubeConfig reaches the control plane as an administrator.
+	KubeConfig []byte
 }
 
 // RepoRoot is the repository's top folder.
@@ -71,7 +73,7 @@ func Start() (*Environment, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Environment{env: env, Config: config, Client: c, Scheme: s}, nil
+	return &Environment{env: env, Config: config, Client: c, Scheme: s, KubeConfig: env.KubeConfig}, nil
 }
 
 // Stop stops the control plane.

@@ -1,0 +1,98 @@
+// Command run is `make run`: it starts a local control plane (the real
+// kube-apiserver and etcd the tests use), installs every CRD, applies the
+// examples, runs the manager binary against it and shows what a user sees,
+// until interrupted. Metal3 IPAM is played by the tests' stand-in.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+)
+
+func main() {
+	manager := flag.String("manager", "bin/manager", "The manager binary to run.")
+	examples := flag.String("examples", "examples", "The folder of examples to apply; each sub-folder is applied after namespace.yaml.")
+	flag.Parse()
+	if err := run(*manager, *examples); err != nil {
+		fmt.Fprintln(os.Stderr, "run:", err)
+		os.Exit(1)
+	}
+}
+
+func run(manager, examples string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	say("Starting a local control plane (kube-apiserver and etcd from bin/k8s)")
+	env, err := envtest.Start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("Stopping the local control plane")
+		_ = env.Stop()
+	}()
+
+	workDir, err := os.MkdirTemp("", "capm3-preprov-run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(workDir)
+	kubeconfig := filepath.Join(workDir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+
+	say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
+	ipamDone, err := startIPAMStandIn(ctx, env)
+	if err != nil {
+		return err
+	}
+
+	say("Applying %s", examples)
+	if err := applyExamples(ctx, env.Client, examples); err != nil {
+		return err
+	}
+
+	say("Starting %s", manager)
+	cmd := exec.CommandContext(ctx, manager, "--kubeconfig", kubeconfig, "--webhook-port=0",
+		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:9440")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	managerDone := make(chan error, 1)
+	go func() { managerDone <- cmd.Wait() }()
+
+	if err := showWhenSettled(ctx, env.Client); err != nil && ctx.Err() == nil {
+		return err
+	}
+	say("The control plane keeps running; use it with: KUBECONFIG=%s %s get bmh -A", kubeconfig, filepath.Join(envtest.RepoRoot(), "bin", "k8s", "kubectl"))
+	say("Press Ctrl-C to stop")
+
+	select {
+	case <-ctx.Done():
+		<-managerDone
+	case err := <-managerDone:
+		if ctx.Err() == nil {
+			return fmt.Errorf("the manager stopped: %v", err)
+		}
+	}
+	<-ipamDone
+	return nil
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
+}

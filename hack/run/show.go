@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+)
+
+// startIPAMStandIn runs the IPAM stand-in in this process until ctx ends.
+func startIPAMStandIn(ctx context.Context, env *envtest.Environment) (<-chan struct{}, error) {
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
+		}
+	}()
+	return done, nil
+}
+
+// applyExamples applies namespace.yaml, then each example folder in turn.
+func applyExamples(ctx context.Context, c client.Client, folder string) error {
+	paths := []string{filepath.Join(folder, "namespace.yaml")}
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		return err
+	}
+	for _, entry := range entries {
+		if entry.IsDir() {
+			paths = append(paths, filepath.Join(folder, entry.Name()))
+		}
+	}
+	_, err = envtest.ApplyFiles(ctx, c, paths...)
+	return err
+}
+
+// showWhenSettled waits until no host is left paused for preprovisioning (or
+// a minute has passed: a host with bad input stays paused, and says why in
+// its events), then prints what a user would look at.
+func showWhenSettled(ctx context.Context, c client.Client) error {
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_ = wait.PollUntilContextCancel(waitCtx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		hosts := &bmov1alpha1.BareMetalHostList{}
+		if err := c.List(ctx, hosts); err != nil {
+			return false, nil //nolint:nilerr // keep waiting through API hiccups
+		}
+		for _, host := range hosts.Items {
+			if host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return show(ctx, c)
+}
+
+func show(ctx context.Context, c client.Client) error {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := c.List(ctx, hosts); err != nil {
+		return err
+	}
+	say("BareMetalHosts")
+	table := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "NAMESPACE\tNAME\tPAUSED\tPREPROVISIONING NETWORK DATA\tTEMPLATE")
+	for _, host := range hosts.Items {
+		paused := host.Annotations[preprovv1.PausedAnnotation]
+		if paused == "" {
+			paused = "-"
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", host.Namespace, host.Name, paused,
+			orDash(host.Spec.PreprovisioningNetworkDataName), orDash(host.Annotations[preprovv1.TemplateAnnotation]))
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+
+	claims := &ipamv1.IPClaimList{}
+	if err := c.List(ctx, claims); err != nil {
+		return err
+	}
+	say("IPClaims")
+	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "NAMESPACE\tNAME\tPOOL\tADDRESS\tERROR")
+	for _, claim := range claims.Items {
+		address, errorMessage := "-", "-"
+		if claim.Status.Address != nil {
+			address = claim.Status.Address.Name
+		}
+		if claim.Status.ErrorMessage != nil {
+			errorMessage = *claim.Status.ErrorMessage
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", claim.Namespace, claim.Name, claim.Spec.Pool.Name, address, errorMessage)
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+
+	addresses := &ipamv1.IPAddressList{}
+	if err := c.List(ctx, addresses); err != nil {
+		return err
+	}
+	say("IPAddresses")
+	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "NAMESPACE\tNAME\tADDRESS\tPREFIX\tGATEWAY\tCLAIM")
+	for _, address := range addresses.Items {
+		gateway := "-"
+		if address.Spec.Gateway != nil {
+			gateway = string(*address.Spec.Gateway)
+		}
+		fmt.Fprintf(table, "%s\t%s\t%s\t%d\t%s\t%s\n", address.Namespace, address.Name, address.Spec.Address,
+			address.Spec.Prefix, gateway, address.Spec.Claim.Name)
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		return err
+	}
+	sort.Slice(secrets.Items, func(i, j int) bool { return secrets.Items[i].Name < secrets.Items[j].Name })
+	for _, secret := range secrets.Items {
+		say("Secret %s/%s, key %s", secret.Namespace, secret.Name, preprovv1.NetworkDataKey)
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, secret.Data[preprovv1.NetworkDataKey], "", "  "); err != nil {
+			return err
+		}
+		fmt.Println(pretty.String())
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

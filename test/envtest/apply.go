@@ -1,0 +1,77 @@
+package envtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ApplyFiles creates the objects of YAML files (several documents each), in
+// the order of the paths; a folder stands for its *.yaml files, sorted. It is
+// how the demo and the tests install examples, the way kubectl apply would.
+func ApplyFiles(ctx context.Context, c client.Client, paths ...string) ([]*unstructured.Unstructured, error) {
+	var created []*unstructured.Unstructured
+	for _, path := range paths {
+		files, err := yamlFiles(path)
+		if err != nil {
+			return created, err
+		}
+		for _, file := range files {
+			objects, err := ReadObjects(file)
+			if err != nil {
+				return created, err
+			}
+			for _, obj := range objects {
+				if err := c.Create(ctx, obj); err != nil {
+					return created, fmt.Errorf("%s: creating %s %s: %w", file, obj.GetKind(), obj.GetName(), err)
+				}
+				created = append(created, obj)
+			}
+		}
+	}
+	return created, nil
+}
+
+// ReadObjects decodes every document of a YAML file.
+func ReadObjects(file string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objects, nil
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(obj.Object) != 0 {
+			objects = append(objects, obj)
+		}
+	}
+}
+
+func yamlFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	files, err := filepath.Glob(filepath.Join(path, "*.yaml"))
+	sort.Strings(files)
+	return files, err
+}
