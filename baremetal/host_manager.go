@@ -55,6 +55,10 @@ const (
 type Outcome struct {
 	Phase    Phase
 	Template TemplateRef
+	// Conflicts are the templates that all select the host, in PhaseConflict.
+	Conflicts []TemplateRef
+	// Reason is the event reason of a failure.
+	Reason string
 	// Message says why the host is not Ready, in words for a user.
 	Message string
 }
@@ -101,13 +105,17 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, nil
 	case 1:
 	default:
+		refs := make([]TemplateRef, 0, len(matching))
 		names := make([]string, 0, len(matching))
 		for _, t := range matching {
+			refs = append(refs, t.Ref)
 			names = append(names, t.Ref.String())
 		}
 		message := fmt.Sprintf("selected by %d templates (%s): the host is left untouched until exactly one selects it; "+
 			"narrow the hostSelectors or change the host's labels", len(matching), strings.Join(names, ", "))
-		return m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message), nil
+		outcome := m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message)
+		outcome.Conflicts = refs
+		return outcome, nil
 	}
 
 	template := matching[0]
@@ -145,11 +153,12 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	if err != nil {
 		return Outcome{}, err
 	}
-	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts &&
+	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts && !rerenderRequested(host) &&
 		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
 		message := fmt.Sprintf("%s now renders different network data, but the host is %s: its Secret %q is left as it is "+
-			"(set provisionedHostPolicy: Update on a Metal3PreprovisioningTemplate to change provisioned hosts)",
-			template.Ref, host.Status.Provisioning.State, secret.Name)
+			"(annotate the host %s=true to re-render it once, or set provisionedHostPolicy: Update on a "+
+			"Metal3PreprovisioningTemplate to change provisioned hosts)",
+			template.Ref, host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
 		m.event(host, corev1.EventTypeNormal, ReasonNetworkDataDrift, message)
 		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message}, nil
 	}
@@ -218,7 +227,7 @@ func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 ) Outcome {
 	ctrl.LoggerFrom(ctx).Error(errors.New(message), "Host cannot be set up", "reason", reason)
 	m.event(host, corev1.EventTypeWarning, reason, message)
-	return Outcome{Phase: phase, Template: ref, Message: message}
+	return Outcome{Phase: phase, Template: ref, Reason: reason, Message: message}
 }
 
 func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string) {
@@ -264,6 +273,13 @@ func anyAdopts(templates []Template) bool {
 func pausedBySomeoneElse(host *bmov1alpha1.BareMetalHost) bool {
 	value, paused := host.Annotations[preprovv1.PausedAnnotation]
 	return paused && value != preprovv1.PausedForPreprovisioning
+}
+
+// rerenderRequested is a user's request to re-render a provisioned host's
+// network data once, despite the drift policy.
+func rerenderRequested(host *bmov1alpha1.BareMetalHost) bool {
+	_, requested := host.Annotations[preprovv1.RerenderAnnotation]
+	return requested
 }
 
 func isProvisioned(host *bmov1alpha1.BareMetalHost) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -99,7 +101,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef) error {
 	secretName := NetworkDataSecretName(host.Name)
 	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
-	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs &&
+	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs && !rerenderRequested(host) &&
 		host.Labels[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue &&
 		host.Annotations[preprovv1.TemplateAnnotation] == ref.String() {
 		return nil
@@ -118,6 +120,8 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	if pausedForUs {
 		delete(host.Annotations, preprovv1.PausedAnnotation)
 	}
+	// The re-render it asked for is done.
+	delete(host.Annotations, preprovv1.RerenderAnnotation)
 	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
 	if err := m.Client.Patch(ctx, host, patch); err != nil {
 		return fmt.Errorf("pointing BareMetalHost %s/%s at Secret %q: %w", host.Namespace, host.Name, secretName, err)
@@ -127,6 +131,9 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 		message += " and removed the pause " + preprovv1.PausedForPreprovisioning
 	}
 	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, message)
+	if pausedForUs {
+		metrics.SecondsToUnpause.Observe(time.Since(host.CreationTimestamp.Time).Seconds())
+	}
 	ctrl.LoggerFrom(ctx).Info("Host network data set", "secret", secretName, "unpaused", pausedForUs)
 	return nil
 }

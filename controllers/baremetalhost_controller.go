@@ -10,15 +10,18 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 )
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;patch
@@ -34,17 +37,53 @@ import (
 type BareMetalHostReconciler struct {
 	Client  client.Client
 	Manager *baremetal.HostManager
+	Phases  *baremetal.HostPhases
+	// TemplateChanges receives the templates whose hosts changed phase.
+	TemplateChanges chan<- event.GenericEvent
 }
 
-// Reconcile runs the host manager for one host.
+// Reconcile runs the host manager for one host and records its outcome.
 func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	host := &bmov1alpha1.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
-		// A deleted host takes its claims and Secret with it (owner references).
+		if apierrors.IsNotFound(err) {
+			// A deleted host takes its claims and Secret with it (owner references).
+			previous, known := r.Phases.Forget(req.NamespacedName)
+			if known {
+				r.notifyTemplates(ctx, req.Namespace, previous)
+			}
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	_, err := r.Manager.Reconcile(ctx, host)
-	return ctrl.Result{}, err
+	outcome, err := r.Manager.Reconcile(ctx, host)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if previous, changed := r.Phases.Record(req.NamespacedName, outcome); changed {
+		if outcome.Reason != "" {
+			metrics.Failures.WithLabelValues(outcome.Reason).Inc()
+		}
+		r.notifyTemplates(ctx, req.Namespace, previous, outcome)
+	}
+	return ctrl.Result{}, nil
+}
+
+// notifyTemplates wakes the status of our templates an outcome concerns.
+func (r *BareMetalHostReconciler) notifyTemplates(ctx context.Context, namespace string, outcomes ...baremetal.Outcome) {
+	for _, outcome := range outcomes {
+		for _, ref := range outcome.Templates() {
+			if ref.Kind != baremetal.KindPreprovisioningTemplate {
+				continue
+			}
+			template := &preprovv1.Metal3PreprovisioningTemplate{}
+			template.Namespace, template.Name = namespace, ref.Name
+			select {
+			case r.TemplateChanges <- event.GenericEvent{Object: template}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // SetupWithManager watches hosts and everything their network data depends on.

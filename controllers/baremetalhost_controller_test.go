@@ -412,4 +412,3 @@ func keys(m map[string]string) []string {
 	}
 	return result
 }
-

@@ -9,10 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -40,8 +42,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Claims:    &ipam.Claims{Client: mgr.GetClient()},
 		Recorder:  mgr.GetEventRecorder(EventSource),
 	}
-	return (&BareMetalHostReconciler{Client: mgr.GetClient(), Manager: hostManager}).SetupWithManager(mgr, opts.Host)
+	phases := baremetal.NewHostPhases()
+	if err := metrics.Register(phases); err != nil {
+		return err
+	}
+	templateChanges := make(chan event.GenericEvent, templateChangesBuffer)
+	if err := (&BareMetalHostReconciler{
+		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, TemplateChanges: templateChanges,
+	}).SetupWithManager(mgr, opts.Host); err != nil {
+		return err
+	}
+	return (&TemplateStatusReconciler{
+		Client: mgr.GetClient(), Templates: templates, Phases: phases, HostChanges: templateChanges,
+	}).SetupWithManager(mgr)
 }
+
+// templateChangesBuffer lets a burst of host phase changes through without
+// holding up the host workers while the template status catches up.
+const templateChangesBuffer = 1024
 
 // CacheOptions keep in memory only what the controllers read.
 func CacheOptions() cache.Options {

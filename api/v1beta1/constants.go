@@ -21,6 +21,11 @@ const (
 	// network data was rendered from ("<Kind>/<name>"), so a host the template
 	// no longer selects can be reported as orphaned.
 	TemplateAnnotation = "preprovisioning.metal3.io/template"
+	// RerenderAnnotation on a provisioned host asks to re-render its network
+	// data once, though its template's policy is to report drift. It is
+	// removed once done.
+	RerenderAnnotation = "preprovisioning.metal3.io/rerender"
+
 	// PoolGenerationAnnotation records on our IPClaim the pool generation it was
 	// created against, so a claim that failed (pool exhausted) is retried once
 	// the pool changes, and only then.

@@ -1,0 +1,158 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates/status,verbs=get;update;patch
+
+// Condition types and reasons of Metal3PreprovisioningTemplate.
+const (
+	ReadyCondition               = "Ready"
+	ReadyReason                  = "Ready"
+	NoHostsReason                = "NoHosts"
+	InvalidTemplateReason        = "InvalidTemplate"
+	HostsConflictingReason       = "HostsConflicting"
+	HostsFailedReason            = "HostsFailed"
+	HostsWaitingReason           = "HostsWaiting"
+	NetworkDataUpToDateCondition = "NetworkDataUpToDate"
+	UpToDateReason               = "UpToDate"
+	DriftedReason                = "Drifted"
+)
+
+// TemplateStatusReconciler keeps the status of Metal3PreprovisioningTemplates:
+// the counts of their hosts by phase and their conditions.
+type TemplateStatusReconciler struct {
+	Client    client.Client
+	Templates *baremetal.Templates
+	Phases    *baremetal.HostPhases
+	// HostChanges carries a template whenever one of its hosts changed phase.
+	HostChanges <-chan event.GenericEvent
+}
+
+// Reconcile recomputes one template's status.
+func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	template := &preprovv1.Metal3PreprovisioningTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(template, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		err := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{ReadyCondition, NetworkDataUpToDateCondition}})
+		reterr = errors.Join(reterr, client.IgnoreNotFound(err))
+	}()
+
+	view := baremetal.FromPreprovisioningTemplate(template)
+	counts := baremetal.CountHosts(view.Ref, r.Phases.InNamespace(template.Namespace))
+	template.Status.ObservedGeneration = template.Generation
+	template.Status.MatchedHosts = counts.Matched
+	template.Status.ReadyHosts = counts.Ready
+	template.Status.WaitingHosts = counts.Waiting
+	template.Status.FailedHosts = counts.Failed
+	template.Status.ConflictingHosts = counts.Conflicting
+	template.Status.OrphanedHosts = counts.Orphaned
+
+	problem, err := r.templateProblem(ctx, template.Namespace, view)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	conditions.Set(template, readyCondition(counts, problem))
+	conditions.Set(template, upToDateCondition(counts))
+	return ctrl.Result{}, nil
+}
+
+// templateProblem says what makes the template itself unusable, if anything.
+func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespace string, view baremetal.Template) (string, error) {
+	if _, err := baremetal.HostSelector(view.Selector); err != nil {
+		return fmt.Sprintf("invalid spec.hostSelector, it selects no host: %v", err), nil
+	}
+	if _, err := r.Templates.NetworkData(ctx, namespace, view); err != nil {
+		var templateErr *baremetal.TemplateError
+		if errors.As(err, &templateErr) {
+			return templateErr.Message, nil
+		}
+		return "", err
+	}
+	return "", nil
+}
+
+func readyCondition(counts baremetal.HostCounts, problem string) metav1.Condition {
+	condition := metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse}
+	switch {
+	case problem != "":
+		condition.Reason, condition.Message = InvalidTemplateReason, problem
+	case counts.Conflicting > 0:
+		condition.Reason = HostsConflictingReason
+		condition.Message = fmt.Sprintf("%d of %d hosts are selected by another template too and are left untouched; "+
+			"see the Warning events on the hosts", counts.Conflicting, counts.Matched)
+	case counts.Failed > 0:
+		condition.Reason = HostsFailedReason
+		condition.Message = fmt.Sprintf("%d of %d hosts need a fix; see the Warning events on the hosts", counts.Failed, counts.Matched)
+	case counts.Waiting > 0:
+		condition.Reason = HostsWaitingReason
+		condition.Message = fmt.Sprintf("%d of %d hosts are waiting for IP addresses", counts.Waiting, counts.Matched)
+	case counts.Matched == 0:
+		condition.Status, condition.Reason, condition.Message = metav1.ConditionTrue, NoHostsReason, "no host is selected yet"
+	default:
+		condition.Status, condition.Reason = metav1.ConditionTrue, ReadyReason
+		condition.Message = fmt.Sprintf("all %d hosts have their network data", counts.Matched)
+	}
+	return condition
+}
+
+func upToDateCondition(counts baremetal.HostCounts) metav1.Condition {
+	if counts.Drifted > 0 {
+		return metav1.Condition{
+			Type: NetworkDataUpToDateCondition, Status: metav1.ConditionFalse, Reason: DriftedReason,
+			Message: fmt.Sprintf("%d provisioned hosts keep network data older than this template (provisionedHostPolicy: ReportDrift)", counts.Drifted),
+		}
+	}
+	return metav1.Condition{Type: NetworkDataUpToDateCondition, Status: metav1.ConditionTrue, Reason: UpToDateReason}
+}
+
+// SetupWithManager watches our templates (their spec), the data templates
+// they name, and the phase changes of their hosts.
+func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("metal3preprovisioningtemplate").
+		For(&preprovv1.Metal3PreprovisioningTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesNaming)).
+		WatchesRawSource(source.Channel(r.HostChanges, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+func (r *TemplateStatusReconciler) templatesNaming(ctx context.Context, dataTemplate client.Object) []reconcile.Request {
+	templates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := r.Client.List(ctx, templates, client.InNamespace(dataTemplate.GetNamespace()),
+		client.MatchingFields{index.DataTemplateField: dataTemplate.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Metal3PreprovisioningTemplates of a Metal3DataTemplate")
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(templates.Items))
+	for i := range templates.Items {
+		requests = append(requests, requestFor(&templates.Items[i]))
+	}
+	return requests
+}

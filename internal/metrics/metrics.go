@@ -1,0 +1,57 @@
+// Package metrics holds capm3-preprov's Prometheus metrics, served on the
+// manager's metrics endpoint through controller-runtime's registry.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// Failures counts hosts entering a failure, by reason (the reason of the
+	// Warning event on the host): a render error, an IP claim error, an
+	// unusable template or a template conflict.
+	Failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "capm3_preprov_host_failures_total",
+		Help: "Hosts that entered a failure, by reason.",
+	}, []string{"reason"})
+
+	// SecondsToUnpause observes, when we unpause a host, how long it has
+	// existed: from registration to network data set.
+	SecondsToUnpause = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "capm3_preprov_host_seconds_to_unpause",
+		Help:    "Seconds from a BareMetalHost's creation to the removal of its preprovisioning pause.",
+		Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+	})
+
+	hostsDesc = prometheus.NewDesc("capm3_preprov_hosts", "Hosts by phase.", []string{"phase"}, nil)
+)
+
+// PhaseCounter reports how many hosts are in each phase.
+type PhaseCounter interface {
+	CountByPhase() map[string]int
+}
+
+// hostsCollector reads the phases at scrape time, so the gauge never drifts
+// from what the controller knows.
+type hostsCollector struct {
+	phases PhaseCounter
+}
+
+func (c hostsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hostsDesc }
+
+func (c hostsCollector) Collect(ch chan<- prometheus.Metric) {
+	for phase, count := range c.phases.CountByPhase() {
+		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(count), phase)
+	}
+}
+
+// Register adds the metrics to controller-runtime's registry. Call it once.
+func Register(phases PhaseCounter) error {
+	for _, collector := range []prometheus.Collector{Failures, SecondsToUnpause, hostsCollector{phases: phases}} {
+		if err := metrics.Registry.Register(collector); err != nil {
+			return err
+		}
+	}
+	return nil
+}
