@@ -38,17 +38,18 @@ const (
 
 // Event reasons on the BareMetalHost.
 const (
-	ReasonTemplateConflict     = "PreprovisioningTemplateConflict"
-	ReasonTemplateInvalid      = "PreprovisioningTemplateInvalid"
-	ReasonIPClaimCreated       = "PreprovisioningIPClaimCreated"
-	ReasonIPClaimFailed        = "PreprovisioningIPClaimFailed"
-	ReasonRenderFailed         = "PreprovisioningRenderFailed"
-	ReasonSecretCreated        = "PreprovisioningSecretCreated"
-	ReasonSecretUpdated        = "PreprovisioningSecretUpdated"
-	ReasonNetworkDataSet       = "PreprovisioningNetworkDataSet"
-	ReasonNetworkDataDrift     = "PreprovisioningNetworkDataDrift"
-	ReasonOrphaned             = "PreprovisioningTemplateGone"
-	eventActionPreprovisioning = "Preprovisioning"
+	ReasonTemplateConflict = "PreprovisioningTemplateConflict"
+	ReasonTemplateInvalid  = "PreprovisioningTemplateInvalid"
+	ReasonIPClaimCreated   = "PreprovisioningIPClaimCreated"
+	ReasonIPClaimFailed    = "PreprovisioningIPClaimFailed"
+	ReasonRenderFailed     = "PreprovisioningRenderFailed"
+	ReasonSecretCreated    = "PreprovisioningSecretCreated"
+	ReasonSecretUpdated    = "PreprovisioningSecretUpdated"
+	ReasonNetworkDataSet   = "PreprovisioningNetworkDataSet"
+	ReasonNetworkDataDrift = "PreprovisioningNetworkDataDrift"
+	ReasonOrphaned         = "PreprovisioningTemplateGone"
+	// EventAction is the action of all our events on hosts.
+	EventAction = "Preprovisioning"
 )
 
 // Outcome is what one reconcile of a host found.
@@ -231,7 +232,7 @@ func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 }
 
 func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string) {
-	m.Recorder.Eventf(host, nil, eventType, reason, eventActionPreprovisioning, "%s", message)
+	m.Recorder.Eventf(host, nil, eventType, reason, EventAction, "%s", message)
 }
 
 func derefOutcome(outcome *Outcome) Outcome {

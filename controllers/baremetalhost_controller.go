@@ -63,6 +63,9 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if outcome.Reason != "" {
 			metrics.Failures.WithLabelValues(outcome.Reason).Inc()
 		}
+		if outcome.Phase == baremetal.PhaseOrphaned {
+			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
+		}
 		r.notifyTemplates(ctx, req.Namespace, previous, outcome)
 	}
 	return ctrl.Result{}, nil

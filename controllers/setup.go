@@ -52,8 +52,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, opts.Host); err != nil {
 		return err
 	}
-	return (&TemplateStatusReconciler{
+	if err := (&TemplateStatusReconciler{
 		Client: mgr.GetClient(), Templates: templates, Phases: phases, HostChanges: templateChanges,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&HandoffReconciler{
+		Client:  mgr.GetClient(),
+		Handoff: &ipam.Handoff{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 	}).SetupWithManager(mgr)
 }
 

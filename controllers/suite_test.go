@@ -16,8 +16,9 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
 )
 
-// One control plane and one manager (our controllers plus the IPAM
-// stand-in) serve every test; each test works in its own namespace.
+// One control plane (with the garbage collector, so owner references are
+// enforced as in a real cluster) and one manager (our controllers plus the
+// IPAM stand-in) serve every test; each test works in its own namespace.
 var (
 	testEnv   *envtest.Environment
 	k8sClient client.Client
@@ -36,6 +37,12 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	testEnv, k8sClient = env, env.Client
+	gc, err := env.StartGarbageCollector()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = gc.Stop() }()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

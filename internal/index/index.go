@@ -20,12 +20,25 @@ const (
 	// DataTemplateField indexes Metal3MachineTemplates and
 	// Metal3PreprovisioningTemplates by the Metal3DataTemplate they name.
 	DataTemplateField = "preprovisioning.metal3.io/data-template"
+	// HostConsumerField indexes BareMetalHosts by the Metal3Machine that
+	// consumes them (spec.consumerRef).
+	HostConsumerField = "spec.consumerRef.metal3machine"
+	// Metal3DataClaimField indexes Metal3Data by spec.claim.name: CAPM3 names
+	// a Metal3DataClaim like its Metal3Machine, so this finds the data of a
+	// host's consumer.
+	Metal3DataClaimField = "spec.claim.name"
 )
 
 // Register adds our field indexes to the manager's cache.
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostTemplateField, hostTemplate); err != nil {
 		return fmt.Errorf("indexing BareMetalHosts by template: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostConsumerField, hostConsumer); err != nil {
+		return fmt.Errorf("indexing BareMetalHosts by consumer: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &capm3.Metal3Data{}, Metal3DataClaimField, metal3DataClaim); err != nil {
+		return fmt.Errorf("indexing Metal3Data by claim: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &capm3.Metal3MachineTemplate{}, DataTemplateField, machineTemplateDataTemplate); err != nil {
 		return fmt.Errorf("indexing Metal3MachineTemplates by data template: %w", err)
@@ -57,4 +70,20 @@ func preprovTemplateDataTemplate(obj client.Object) []string {
 		return nil
 	}
 	return []string{m3ppt.Spec.DataTemplateRef.Name}
+}
+
+func hostConsumer(obj client.Object) []string {
+	host, ok := obj.(*bmov1alpha1.BareMetalHost)
+	if !ok || host.Spec.ConsumerRef == nil || host.Spec.ConsumerRef.Kind != "Metal3Machine" {
+		return nil
+	}
+	return []string{host.Spec.ConsumerRef.Name}
+}
+
+func metal3DataClaim(obj client.Object) []string {
+	data, ok := obj.(*capm3.Metal3Data)
+	if !ok || data.Spec.Claim == nil || data.Spec.Claim.Name == "" {
+		return nil
+	}
+	return []string{data.Spec.Claim.Name}
 }

@@ -1,0 +1,198 @@
+package networkdata
+
+import (
+	"errors"
+	"net/netip"
+	"strconv"
+
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+)
+
+// ValidateTemplate returns every problem of a network data template that no
+// BareMetalHost can fix, in template order: what PoolNames and Render refuse
+// whatever the host, plus addresses Render passes through as written but the
+// ramdisk cannot use. Problems that depend on the host (annotation values,
+// NIC names, the bootMACAddress fallback) are left to PoolNames. Fields are
+// paths under spec.networkData.
+func ValidateTemplate(nd *capm3.NetworkData) []*InputError {
+	if nd == nil {
+		return nil
+	}
+	v := &templateValidator{host: stubHost(nd)}
+	var links capm3.NetworkDataLink
+	if nd.Links != nil {
+		links = *nd.Links
+	}
+	nets := networkSpecs(nd.Networks)
+	ids, errs := linkErrors(links)
+	v.add(errs...)
+	v.add(networkErrors(nets, ids)...)
+	v.links(links)
+	for _, s := range nets {
+		v.network(s)
+	}
+	if nd.Services != nil {
+		for i, a := range nd.Services.DNS {
+			_, err := parseAddress(root+".services.dns["+strconv.Itoa(i)+"]", string(a), eitherFamily)
+			v.add(err)
+		}
+	}
+	return v.errs
+}
+
+// templateValidator runs Render's own checks one link, network and route at a
+// time against a stub host, so that every problem is reported, not only the
+// first one.
+type templateValidator struct {
+	host Host
+	errs []*InputError
+}
+
+// add keeps the input errors; the checks it is given return no other kind.
+func (v *templateValidator) add(errs ...error) {
+	for _, err := range errs {
+		var inputErr *InputError
+		if errors.As(err, &inputErr) {
+			v.errs = append(v.errs, inputErr)
+		}
+	}
+}
+
+// compiler is a fresh compiler for one check, so no check sees another's state.
+func (v *templateValidator) compiler() *compiler {
+	return &compiler{host: v.host, plan: &plan{pools: map[string]struct{}{}}}
+}
+
+// links checks each link alone (MAC source, vlanID, bond parameters). A link
+// is named by its id in field paths, so checked alone it keeps its path; a
+// link without an id is only reported for that.
+func (v *templateValidator) links(l capm3.NetworkDataLink) {
+	for _, b := range l.Bonds {
+		if b.Id != "" {
+			_, err := v.compiler().links(capm3.NetworkDataLink{Bonds: []capm3.NetworkDataLinkBond{b}})
+			v.add(err)
+		}
+	}
+	for _, e := range l.Ethernets {
+		if e.Id != "" {
+			_, err := v.compiler().links(capm3.NetworkDataLink{Ethernets: []capm3.NetworkDataLinkEthernet{e}})
+			v.add(err)
+		}
+	}
+	for _, vlan := range l.Vlans {
+		if vlan.Id != "" {
+			_, err := v.compiler().links(capm3.NetworkDataLink{Vlans: []capm3.NetworkDataLinkVlan{vlan}})
+			v.add(err)
+		}
+	}
+}
+
+// network checks the address source of a static network and each route.
+func (v *templateValidator) network(s networkSpec) {
+	if s.static {
+		_, err := v.compiler().addressPool(s)
+		v.add(err)
+	}
+	for i, r := range s.routes {
+		field := item(s.field+".routes", i, "")
+		_, err := v.compiler().route(r, field, s.ipv4)
+		v.add(err)
+		v.routeAddresses(r, field, s.ipv4)
+	}
+}
+
+// routeAddresses checks the addresses a route spells out. Render passes them
+// through as written, so a typo would only show as a ramdisk without network.
+func (v *templateValidator) routeAddresses(r routeSpec, field string, ipv4 bool) {
+	v.add(networkAddressErr(r, field, ipv4))
+	if r.gwString != nil {
+		_, err := parseAddress(field+".gateway.string", *r.gwString, family(ipv4))
+		v.add(err)
+	}
+	for i, a := range r.dns {
+		_, err := parseAddress(field+".services.dns["+strconv.Itoa(i)+"]", a, family(ipv4))
+		v.add(err)
+	}
+}
+
+// networkAddressErr refuses a route destination that is not the network
+// address of its prefix (10.0.0.1/24), which ip route refuses. An unset
+// prefix renders as 0, so "10.0.0.0" without a prefix is refused too.
+func networkAddressErr(r routeSpec, field string, ipv4 bool) error {
+	addr, err := parseAddress(field+".network", r.network, family(ipv4))
+	if err != nil {
+		return err
+	}
+	prefix, prefixText := 0, "0 (prefix is unset)"
+	if r.prefix != nil {
+		prefix, prefixText = int(*r.prefix), strconv.Itoa(int(*r.prefix))
+	}
+	network, err := addr.Prefix(prefix)
+	if err != nil || network.Addr() == addr {
+		return nil // a prefix out of range is reported on prefix
+	}
+	return inputErr(field+".network", "%s has host bits set for prefix %s; use the network address %s, or fix prefix",
+		quote(r.network), prefixText, quote(network.Addr().String()))
+}
+
+// eitherFamily accepts IPv4 and IPv6 addresses (top-level DNS servers).
+const eitherFamily = "IP"
+
+// parseAddress parses an address of the family: "IPv4" or "IPv6" (see
+// family), or eitherFamily.
+func parseAddress(field, s, fam string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err == nil && a.Zone() == "" && (fam == eitherFamily || a.Is4() == (fam == family(true))) {
+		return a, nil
+	}
+	return netip.Addr{}, inputErr(field, "%s is not an %s address; write it like %s", quote(s), fam, addressExamples[fam])
+}
+
+var addressExamples = map[string]string{
+	family(true):  "192.0.2.1",
+	family(false): "2001:db8::1",
+	eitherFamily:  "192.0.2.1 or 2001:db8::1",
+}
+
+// stubMAC is both a MAC address and a pool name, so one stub annotation
+// satisfies every reader.
+const stubMAC = "02:00:00:00:00:00"
+
+// stubHost has whatever the template asks of a host: every annotation it
+// reads and every interface it names. Checked against it, only the problems
+// no BareMetalHost can fix remain.
+func stubHost(nd *capm3.NetworkData) Host {
+	host := Host{Annotations: map[string]string{}}
+	stubAnnotation := func(key string) {
+		if key != "" { // no object can carry an empty annotation key
+			host.Annotations[key] = stubMAC
+		}
+	}
+	stubMACSource := func(m *capm3.NetworkLinkEthernetMac) {
+		if m == nil {
+			return
+		}
+		stubAnnotation(m.FromAnnotation.Annotation)
+		if m.FromHostInterface != "" {
+			host.NICs = append(host.NICs, NIC{Name: m.FromHostInterface, MAC: stubMAC})
+		}
+	}
+	if nd.Links != nil {
+		for _, b := range nd.Links.Bonds {
+			stubMACSource(b.MACAddress)
+		}
+		for _, e := range nd.Links.Ethernets {
+			stubMACSource(e.MACAddress)
+		}
+		for _, vlan := range nd.Links.Vlans {
+			stubMACSource(vlan.MACAddress)
+		}
+	}
+	for _, s := range networkSpecs(nd.Networks) {
+		stubAnnotation(s.poolAnn.Annotation)
+		for _, r := range s.routes {
+			stubAnnotation(r.gwAnn.Annotation)
+		}
+	}
+	return host
+}

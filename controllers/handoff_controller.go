@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=patch
+
+// HandoffReconciler hands the claims of the hosts we set up over to CAPM3
+// when CAPM3 provisions them, so they keep their addresses (see ipam.Handoff).
+// It acts on CAPM3's objects as they appear; it never waits for an error.
+type HandoffReconciler struct {
+	Client  client.Client
+	Handoff *ipam.Handoff
+}
+
+// Reconcile hands one host's claims over.
+func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, r.Handoff.Reconcile(ctx, host)
+}
+
+// SetupWithManager watches the hosts we set up, their claims, and CAPM3's
+// Metal3Data.
+func (r *HandoffReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	setUpByUs := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return obj.GetLabels()[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("capm3-handoff").
+		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(setUpByUs)).
+		Watches(&ipamv1.IPClaim{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})).
+		Watches(&capm3.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.hostOfData)).
+		Complete(r)
+}
+
+// hostOfData maps a Metal3Data to the host its Metal3Machine consumes.
+func (r *HandoffReconciler) hostOfData(ctx context.Context, obj client.Object) []reconcile.Request {
+	data, ok := obj.(*capm3.Metal3Data)
+	if !ok || data.Spec.Claim == nil {
+		return nil
+	}
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := r.Client.List(ctx, hosts, client.InNamespace(data.Namespace),
+		client.MatchingFields{index.HostConsumerField: data.Spec.Claim.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHost of a Metal3Data")
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(hosts.Items))
+	for i := range hosts.Items {
+		requests = append(requests, requestFor(&hosts.Items[i]))
+	}
+	return requests
+}
