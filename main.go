@@ -28,6 +28,7 @@ type options struct {
 	leaderElect         bool
 	leaderElectionID    string
 	allMachineTemplates bool
+	poolPreallocations  bool
 	hostConcurrency     int
 	qps                 float64
 	burst               int
@@ -42,6 +43,8 @@ func main() {
 	flag.StringVar(&opts.leaderElectionID, "leader-election-id", "capm3-preprov-leader-election", "The name of the leader election Lease.")
 	flag.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
 		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
+	flag.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
+		"Also record each host's addresses in its IPPools' spec.preAllocations (a backstop for the claims); entries are removed when the host is deleted.")
 	flag.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
 	flag.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
 	flag.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
@@ -71,6 +74,7 @@ func run(opts options) error {
 	}
 	if err := controllers.Setup(ctx, mgr, controllers.Options{
 		AllMachineTemplates: opts.allMachineTemplates,
+		PoolPreallocations:  opts.poolPreallocations,
 		Host:                controller.Options{MaxConcurrentReconciles: opts.hostConcurrency},
 	}); err != nil {
 		return err

@@ -69,7 +69,10 @@ type HostManager struct {
 	Client    client.Client
 	Templates *Templates
 	Claims    *ipam.Claims
-	Recorder  events.EventRecorder
+	// Preallocations, when set, records each address in its pool's
+	// spec.preAllocations as a backstop.
+	Preallocations *ipam.Preallocations
+	Recorder       events.EventRecorder
 }
 
 // Reconcile takes one host as far as it can go now. It returns an error only
@@ -207,6 +210,11 @@ func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetal
 	if len(waiting) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for IP addresses", "reasons", waiting)
 		return nil, &Outcome{Phase: PhaseWaiting, Template: ref, Message: strings.Join(waiting, "; ")}, nil
+	}
+	if m.Preallocations != nil {
+		if err := m.Preallocations.Ensure(ctx, host, states); err != nil {
+			return nil, nil, err
+		}
 	}
 	return addresses, nil, nil
 }

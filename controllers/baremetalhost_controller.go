@@ -10,6 +10,7 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,6 +23,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
 // +kubebuilder:rbac:groups=metal3.io,resources=baremetalhosts,verbs=get;list;watch;patch
@@ -29,6 +31,7 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses;ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ippools,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -38,6 +41,8 @@ type BareMetalHostReconciler struct {
 	Client  client.Client
 	Manager *baremetal.HostManager
 	Phases  *baremetal.HostPhases
+	// Preallocations sweeps the backstop entries of deleted hosts.
+	Preallocations *ipam.Preallocations
 	// TemplateChanges receives the templates whose hosts changed phase.
 	TemplateChanges chan<- event.GenericEvent
 }
@@ -46,14 +51,15 @@ type BareMetalHostReconciler struct {
 func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	host := &bmov1alpha1.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
-		if apierrors.IsNotFound(err) {
-			// A deleted host takes its claims and Secret with it (owner references).
-			previous, known := r.Phases.Forget(req.NamespacedName)
-			if known {
-				r.notifyTemplates(ctx, req.Namespace, previous)
-			}
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		// A deleted host takes its claims and Secret with it (owner
+		// references); only pool entries need us.
+		if previous, known := r.Phases.Forget(req.NamespacedName); known {
+			r.notifyTemplates(ctx, req.Namespace, previous)
+		}
+		return ctrl.Result{}, r.Preallocations.Sweep(ctx, req.Namespace)
 	}
 	outcome, err := r.Manager.Reconcile(ctx, host)
 	if err != nil {
@@ -102,12 +108,29 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// IPAM writes a pool's status on every allocation: only spec changes
-		// (and creation and deletion) can unblock a host.
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(hosts.forPool),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(poolAddressesChanged())).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&corev1.Secret{}, toOwningHost).
 		Complete(r)
+}
+
+// poolAddressesChanged passes pool creations, deletions and changes of the
+// addresses a pool can give. IPAM writes a pool's status on every
+// allocation and the preAllocations backstop writes its spec: neither can
+// unblock a host.
+func poolAddressesChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldPool, okOld := e.ObjectOld.(*ipamv1.IPPool)
+			newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
+			if !okOld || !okNew {
+				return false
+			}
+			oldSpec, newSpec := oldPool.Spec.DeepCopy(), newPool.Spec.DeepCopy()
+			oldSpec.PreAllocations, newSpec.PreAllocations = nil, nil
+			return !equality.Semantic.DeepEqual(oldSpec, newSpec)
+		},
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
 )
 
@@ -321,4 +322,60 @@ func TestProvisionedHostsReportDriftUnlessAskedToUpdate(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.InDelta(c, 1400, mtuOf(c), 0)
 	}, waitTimeout, pollInterval)
+}
+
+func TestPoolPreallocationsBackstop(t *testing.T) {
+	ns := newNamespace(t)
+	pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{"someone-else": "192.0.2.20"}
+	create(t,
+		pool,
+		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
+	)
+	ip := waitForNetworkData(t, ns, "node-0")["networks"].([]any)[0].(map[string]any)["ip_address"]
+
+	// The manager runs without the backstop; one with it records the address.
+	manager, writes := countingHostManager(t, false)
+	manager.Preallocations = &ipam.Preallocations{Client: manager.Client, APIReader: k8sClient}
+	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.Equal(t, baremetal.PhaseReady, outcome.Phase)
+	assert.Equal(t, []string{"patch IPPool: 1"}, writes.Writes())
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
+	assert.Equal(t, ip, string(pool.Spec.PreAllocations["node-0-provisioning"]))
+	assert.Equal(t, `["node-0-provisioning"]`, pool.Annotations[ipam.PreallocatedForAnnotation])
+
+	writes.(interface{ Reset() }).Reset()
+	_, err = manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.Empty(t, writes.Writes(), "the backstop wrote an unchanged entry again")
+
+	// The host goes: its entry goes, the user's stays.
+	require.NoError(t, k8sClient.Delete(context.Background(), getHost(t, ns, "node-0")))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
+		assert.Equal(c, map[string]ipamv1.IPAddressStr{"someone-else": "192.0.2.20"}, pool.Spec.PreAllocations)
+		assert.NotContains(c, pool.Annotations, ipam.PreallocatedForAnnotation)
+	}, waitTimeout, pollInterval)
+}
+
+func TestPreallocationSweepRemovesEntriesOfHostsDeletedWhileDown(t *testing.T) {
+	ns := newNamespace(t)
+	pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
+		"ghost-provisioning": "192.0.2.10", "alive-provisioning": "192.0.2.11", "users-provisioning": "192.0.2.12",
+	}
+	pool.Annotations = map[string]string{ipam.PreallocatedForAnnotation: `["alive-provisioning","ghost-provisioning"]`}
+	alive := fixtures.Host(ns, "alive", "52:54:00:aa:bb:01", nil)
+	delete(alive.Annotations, preprovv1.PausedAnnotation)
+	create(t, pool, alive)
+
+	sweeper := &ipam.Preallocations{Client: k8sClient, APIReader: k8sClient}
+	require.NoError(t, sweeper.Sweep(context.Background(), ""))
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
+	assert.Equal(t, map[string]ipamv1.IPAddressStr{"alive-provisioning": "192.0.2.11", "users-provisioning": "192.0.2.12"},
+		pool.Spec.PreAllocations)
+	assert.Equal(t, `["alive-provisioning"]`, pool.Annotations[ipam.PreallocatedForAnnotation])
 }

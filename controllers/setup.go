@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
@@ -27,6 +28,9 @@ type Options struct {
 	AllMachineTemplates bool
 	// Host configures the host controller (concurrency).
 	Host controller.Options
+	// PoolPreallocations records each host's addresses in its pools'
+	// spec.preAllocations, a backstop for the claims.
+	PoolPreallocations bool
 }
 
 // Setup registers the field indexes and every controller with the manager.
@@ -36,11 +40,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
+	preallocations := &ipam.Preallocations{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	hostManager := &baremetal.HostManager{
 		Client:    mgr.GetClient(),
 		Templates: templates,
 		Claims:    &ipam.Claims{Client: mgr.GetClient()},
 		Recorder:  mgr.GetEventRecorder(EventSource),
+	}
+	if opts.PoolPreallocations {
+		hostManager.Preallocations = preallocations
+	}
+	// Entries of hosts deleted while no manager ran are swept once we lead.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return preallocations.Sweep(ctx, "")
+	})); err != nil {
+		return err
 	}
 	phases := baremetal.NewHostPhases()
 	if err := metrics.Register(phases); err != nil {
@@ -48,7 +62,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	templateChanges := make(chan event.GenericEvent, templateChangesBuffer)
 	if err := (&BareMetalHostReconciler{
-		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, TemplateChanges: templateChanges,
+		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, Preallocations: preallocations,
+		TemplateChanges: templateChanges,
 	}).SetupWithManager(mgr, opts.Host); err != nil {
 		return err
 	}
