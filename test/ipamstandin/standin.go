@@ -13,6 +13,7 @@
 //     pool and the claim, the claim's labels, address, prefix, gateway and DNS
 //     servers from the pool entry or the pool) and sets status.address;
 //   - when no address is free it sets status.errorMessage "Exhausted IP Pools"
+//     ("Pre-allocated IP out of bond" for a pre-allocation outside the pool)
 //     and never looks at that claim again;
 //   - when a claim is deleted it deletes its IPAddress and removes the claim's
 //     finalizer; it records allocations in the pool's status.
@@ -37,8 +38,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// ExhaustedMessage is IPAM's status.errorMessage for a pool with no free address.
-const ExhaustedMessage = "Exhausted IP Pools"
+// IPAM's status.errorMessage values.
+const (
+	// ExhaustedMessage: the pool has no free address.
+	ExhaustedMessage = "Exhausted IP Pools"
+	// PreAllocationOutOfPoolMessage: the claim's pre-allocated address is in
+	// none of the pool's ranges (IPAM's wording).
+	PreAllocationOutOfPoolMessage = "Pre-allocated IP out of bond"
+)
 
 // Reconciler allocates addresses for the claims of a pool.
 type Reconciler struct {
@@ -141,7 +148,11 @@ func (r *Reconciler) allocate(ctx context.Context, pool *ipamv1.IPPool, claim *i
 	}
 	entry, ip, found := pick(pool, claim.Name, used)
 	if !found {
-		claim.Status.ErrorMessage = ptr.To(ExhaustedMessage)
+		message := ExhaustedMessage
+		if _, preAllocated := pool.Spec.PreAllocations[claim.Name]; preAllocated {
+			message = PreAllocationOutOfPoolMessage
+		}
+		claim.Status.ErrorMessage = ptr.To(message)
 		return r.Client.Status().Patch(ctx, claim, client.MergeFrom(statusBase))
 	}
 

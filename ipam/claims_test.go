@@ -1,0 +1,83 @@
+package ipam
+
+import (
+	"testing"
+
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+)
+
+func TestClaimName(t *testing.T) {
+	// CAPM3 looks up exactly "<bmh>-<pool>" for IP reuse.
+	assert.Equal(t, "worker-0-provisioning", ClaimName("worker-0", "provisioning"))
+}
+
+func TestAddressOf(t *testing.T) {
+	tests := []struct {
+		name string
+		spec ipamv1.IPAddressSpec
+		want networkdata.Address
+	}{
+		{
+			name: "everything",
+			spec: ipamv1.IPAddressSpec{
+				Address: "192.0.2.10", Prefix: 24, Gateway: ptr.To(ipamv1.IPAddressStr("192.0.2.1")),
+				DNSServers: []ipamv1.IPAddressStr{"192.0.2.53", "192.0.2.54"},
+			},
+			want: networkdata.Address{IP: "192.0.2.10", Prefix: 24, Gateway: "192.0.2.1", DNSServers: []string{"192.0.2.53", "192.0.2.54"}},
+		},
+		{
+			name: "no gateway, no DNS",
+			spec: ipamv1.IPAddressSpec{Address: "2001:db8::10", Prefix: 64},
+			want: networkdata.Address{IP: "2001:db8::10", Prefix: 64},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, *addressOf(&ipamv1.IPAddress{Spec: tt.spec}))
+		})
+	}
+}
+
+func TestIsMetal3DataRef(t *testing.T) {
+	tests := []struct {
+		ref  metav1.OwnerReference
+		want bool
+	}{
+		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3Data"}, true},
+		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "Metal3Data"}, true},
+		{metav1.OwnerReference{APIVersion: "metal3.io/v1alpha1", Kind: "BareMetalHost"}, false},
+		{metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Metal3Data"}, false},
+		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3DataClaim"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref.APIVersion+"/"+tt.ref.Kind, func(t *testing.T) {
+			assert.Equal(t, tt.want, isMetal3DataRef(tt.ref))
+		})
+	}
+}
+
+func TestOwnKeys(t *testing.T) {
+	tests := []struct {
+		name       string
+		annotation string
+		want       []string
+	}{
+		{name: "none"},
+		{name: "two keys", annotation: `["a-pool","b-pool"]`, want: []string{"a-pool", "b-pool"}},
+		{name: "unreadable value removes nothing", annotation: `not json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &ipamv1.IPPool{}
+			if tt.annotation != "" {
+				pool.Annotations = map[string]string{PreallocatedForAnnotation: tt.annotation}
+			}
+			assert.Equal(t, tt.want, ownKeys(pool))
+		})
+	}
+}
