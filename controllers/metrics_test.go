@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+)
+
+func TestMetricsOnTheManagersRegistry(t *testing.T) {
+	ns := newNamespace(t)
+	create(t,
+		fixtures.DataTemplate(ns, "static", fixtures.StaticNetworkData()),
+		fixtures.MachineTemplate(ns, "workers", "static", workers),
+		fixtures.MachineTemplate(ns, "broken", "absent", map[string]string{"role": "broken"}),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
+		fixtures.Host(ns, "node-1", "52:54:00:aa:bb:02", map[string]string{"role": "broken"}),
+	)
+	waitForNetworkData(t, ns, "node-0")
+	waitForEvent(t, ns, "node-1", baremetal.ReasonTemplateInvalid)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		families, err := metrics.Registry.Gather()
+		require.NoError(c, err)
+		byName := map[string]*dto.MetricFamily{}
+		for _, family := range families {
+			byName[family.GetName()] = family
+		}
+		require.Contains(c, byName, "capm3_preprov_host_seconds_to_unpause")
+		assert.Positive(c, byName["capm3_preprov_host_seconds_to_unpause"].GetMetric()[0].GetHistogram().GetSampleCount())
+		assert.Positive(c, valueWithLabel(byName["capm3_preprov_hosts"], "phase", string(baremetal.PhaseReady)))
+		assert.Positive(c, valueWithLabel(byName["capm3_preprov_hosts"], "phase", string(baremetal.PhaseFailed)))
+		assert.Positive(c, valueWithLabel(byName["capm3_preprov_host_failures_total"], "reason", baremetal.ReasonTemplateInvalid))
+	}, waitTimeout, pollInterval)
+}
+
+func valueWithLabel(family *dto.MetricFamily, name, value string) float64 {
+	if family == nil {
+		return 0
+	}
+	for _, metric := range family.GetMetric() {
+		for _, label := range metric.GetLabel() {
+			if label.GetName() == name && label.GetValue() == value {
+				if metric.GetGauge() != nil {
+					return metric.GetGauge().GetValue()
+				}
+				return metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
