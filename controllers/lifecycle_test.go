@@ -379,3 +379,24 @@ func TestPreallocationSweepRemovesEntriesOfHostsDeletedWhileDown(t *testing.T) {
 		pool.Spec.PreAllocations)
 	assert.Equal(t, `["alive-provisioning"]`, pool.Annotations[ipam.PreallocatedForAnnotation])
 }
+
+func TestOnlyAnAdoptingTemplateTakesHostsThatAreNotPaused(t *testing.T) {
+	ns := newNamespace(t)
+	racked := map[string]string{"rack": "r1"}
+	existing := fixtures.Host(ns, "existing", "52:54:00:aa:bb:01", racked)
+	delete(existing.Annotations, preprovv1.PausedAnnotation)
+	create(t, preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()), existing)
+
+	manager, writes := countingHostManager(t, false)
+	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "existing"))
+	require.NoError(t, err)
+	assert.Equal(t, baremetal.PhaseIgnored, outcome.Phase, "installing the controller must not change an existing fleet")
+	assert.Empty(t, writes.Writes())
+
+	template := getTemplate(t, ns, "rack-r1")
+	original := template.DeepCopy()
+	template.Spec.AdoptExistingHosts = true
+	require.NoError(t, k8sClient.Patch(context.Background(), template, client.MergeFrom(original)))
+	waitForNetworkData(t, ns, "existing")
+	assert.Equal(t, "Metal3PreprovisioningTemplate/rack-r1", getHost(t, ns, "existing").Annotations[preprovv1.TemplateAnnotation])
+}
