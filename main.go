@@ -25,8 +25,11 @@ type options struct {
 	metricsAddr         string
 	probeAddr           string
 	webhookPort         int
+	webhookCertDir      string
 	leaderElect         bool
 	leaderElectionID    string
+	leaderElectionNS    string
+	namespace           string
 	allMachineTemplates bool
 	poolPreallocations  bool
 	hostConcurrency     int
@@ -39,8 +42,14 @@ func main() {
 	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":9440", "The address the health and readiness probes bind to.")
 	flag.IntVar(&opts.webhookPort, "webhook-port", 9443, "The port of the webhook server; 0 runs without a webhook server.")
+	flag.StringVar(&opts.webhookCertDir, "webhook-cert-dir", "",
+		"The folder with the webhook server's tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs).")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Enable leader election, so only one manager acts at a time.")
 	flag.StringVar(&opts.leaderElectionID, "leader-election-id", "capm3-preprov-leader-election", "The name of the leader election Lease.")
+	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "",
+		"The namespace of the leader election Lease (default: the manager's own namespace when it runs in a cluster, else --namespace).")
+	flag.StringVar(&opts.namespace, "namespace", "",
+		"Watch and manage only this namespace (the multi-tenant install with a Role); default: all namespaces.")
 	flag.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
 		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
 	flag.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
@@ -98,11 +107,19 @@ func managerOptions(opts options) ctrl.Options {
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionNamespace:       leaderElectionNamespace(opts),
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         controllers.CacheOptions(opts.namespace),
 	}
 	if opts.webhookPort != 0 {
-		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.webhookPort})
+		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.webhookPort, CertDir: opts.webhookCertDir})
 	}
 	return managerOpts
+}
+
+func leaderElectionNamespace(opts options) string {
+	if opts.leaderElectionNS != "" {
+		return opts.leaderElectionNS
+	}
+	return opts.namespace
 }

@@ -3,16 +3,11 @@ package controllers
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
@@ -81,16 +76,3 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 // templateChangesBuffer lets a burst of host phase changes through without
 // holding up the host workers while the template status catches up.
 const templateChangesBuffer = 1024
-
-// CacheOptions keep in memory only what the controllers read.
-func CacheOptions() cache.Options {
-	return cache.Options{
-		// We never read managed fields; they are often the largest part of a
-		// BareMetalHost.
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			// Only our own Secrets: never BMC credentials or anything else.
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
-		},
-	}
-}

@@ -48,7 +48,7 @@ func runSuite(m *testing.M) int {
 	defer cancel()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
-		Cache:   CacheOptions(),
+		Cache:   CacheOptions(""),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

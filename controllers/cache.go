@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// CacheOptions keep in memory only what the controllers read, of one
+// namespace or, with "", of all.
+func CacheOptions(namespace string) cache.Options {
+	options := cache.Options{
+		// We never read managed fields; they are often the largest part of
+		// an object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Only our own Secrets: never BMC credentials or anything else.
+			&corev1.Secret{}:             {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
+			&bmov1alpha1.BareMetalHost{}: {Transform: SlimHost},
+		},
+	}
+	if namespace != "" {
+		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return options
+}
+
+// SlimHost keeps of a BareMetalHost only what we read: its metadata, the
+// spec fields of our contract, its provisioning state and its NICs' names
+// and MACs. Inspection data (status.hardware) is most of a host's size, and
+// a management cluster holds thousands of hosts. Patches stay correct: they
+// are computed between two copies of the slim object, so they carry only
+// our changes.
+func SlimHost(obj any) (any, error) {
+	host, ok := obj.(*bmov1alpha1.BareMetalHost)
+	if !ok {
+		return obj, nil
+	}
+	slim := &bmov1alpha1.BareMetalHost{
+		TypeMeta: host.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              host.Name,
+			Namespace:         host.Namespace,
+			UID:               host.UID,
+			ResourceVersion:   host.ResourceVersion,
+			Generation:        host.Generation,
+			CreationTimestamp: host.CreationTimestamp,
+			DeletionTimestamp: host.DeletionTimestamp,
+			Labels:            host.Labels,
+			Annotations:       host.Annotations,
+			OwnerReferences:   host.OwnerReferences,
+			Finalizers:        host.Finalizers,
+		},
+		Spec: bmov1alpha1.BareMetalHostSpec{
+			Online:                         host.Spec.Online,
+			BootMACAddress:                 host.Spec.BootMACAddress,
+			ConsumerRef:                    host.Spec.ConsumerRef,
+			PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
+		},
+		Status: bmov1alpha1.BareMetalHostStatus{
+			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},
+		},
+	}
+	if host.Status.HardwareDetails != nil {
+		nics := make([]bmov1alpha1.NIC, 0, len(host.Status.HardwareDetails.NIC))
+		for _, nic := range host.Status.HardwareDetails.NIC {
+			nics = append(nics, bmov1alpha1.NIC{Name: nic.Name, MAC: nic.MAC})
+		}
+		slim.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{NIC: nics}
+	}
+	return slim, nil
+}

@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"testing"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSlimHostKeepsWhatWeRead(t *testing.T) {
+	now := metav1.Now()
+	host := &bmov1alpha1.BareMetalHost{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "node-0", Namespace: "metal3", UID: "uid-1", ResourceVersion: "42", Generation: 3,
+			CreationTimestamp: now, DeletionTimestamp: &now,
+			Labels:          map[string]string{"role": "worker"},
+			Annotations:     map[string]string{"example.com/mac": "52:54:00:aa:bb:01"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Metal3Machine", Name: "m"}},
+			Finalizers:      []string{"baremetalhost.metal3.io"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Spec: bmov1alpha1.BareMetalHostSpec{
+			Online:                         true,
+			BootMACAddress:                 "52:54:00:aa:bb:01",
+			ConsumerRef:                    &corev1.ObjectReference{Kind: "Metal3Machine", Name: "m"},
+			PreprovisioningNetworkDataName: "node-0-preprov-networkdata",
+			BMC:                            bmov1alpha1.BMCDetails{Address: "redfish://x", CredentialsName: "node-0-bmc"},
+			Description:                    "rack 1",
+		},
+		Status: bmov1alpha1.BareMetalHostStatus{
+			Provisioning: bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateProvisioned, ID: "ironic-id"},
+			HardwareDetails: &bmov1alpha1.HardwareDetails{
+				Hostname: "node-0",
+				CPU:      bmov1alpha1.CPU{Model: "Xeon", Count: 64},
+				Storage:  []bmov1alpha1.Storage{{Name: "/dev/sda", SizeBytes: 1 << 40}},
+				NIC:      []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01", IP: "192.0.2.10", Model: "virtio", SpeedGbps: 25}},
+			},
+			ErrorMessage: "old error",
+		},
+	}
+
+	slimmed, err := SlimHost(host)
+	require.NoError(t, err)
+	slim := slimmed.(*bmov1alpha1.BareMetalHost)
+
+	want := host.ObjectMeta.DeepCopy()
+	want.ManagedFields = nil
+	assert.Equal(t, *want, slim.ObjectMeta)
+	assert.Equal(t, bmov1alpha1.BareMetalHostSpec{
+		Online: true, BootMACAddress: host.Spec.BootMACAddress, ConsumerRef: host.Spec.ConsumerRef,
+		PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
+	}, slim.Spec)
+	assert.Equal(t, bmov1alpha1.BareMetalHostStatus{
+		Provisioning:    bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateProvisioned},
+		HardwareDetails: &bmov1alpha1.HardwareDetails{NIC: []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01"}}},
+	}, slim.Status)
+
+	uninspected, err := SlimHost(&bmov1alpha1.BareMetalHost{})
+	require.NoError(t, err)
+	assert.Nil(t, uninspected.(*bmov1alpha1.BareMetalHost).Status.HardwareDetails)
+
+	other := &corev1.Secret{}
+	passed, err := SlimHost(other)
+	require.NoError(t, err)
+	assert.Same(t, other, passed)
+}
