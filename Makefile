@@ -66,6 +66,12 @@ lint: ## gofmt and go vet.
 test: kube-binaries ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run the fuzz tests of the renderer and the selector, FUZZTIME each (default 30s).
+	go test ./baremetal/networkdata/ -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
+	go test ./baremetal/ -run '^$$' -fuzz '^FuzzHostSelector$$' -fuzztime $(FUZZTIME)
+
 .PHONY: kube-binaries
 kube-binaries: $(KUBE_BINARIES) ## Build kube-apiserver, kube-controller-manager, kubectl and etcd into bin/k8s (once).
 
