@@ -19,8 +19,6 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-
 type options struct {
 	metricsAddr         string
 	probeAddr           string
