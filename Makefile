@@ -47,6 +47,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, our CRDs and RBAC, and the u
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./controllers/... paths=. \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./internal/webhooks/... output:webhook:artifacts:config=config/webhook
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/upstream-crds.sh
 
 .PHONY: verify-generate

@@ -17,6 +17,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	"github.com/capm3-preprov/capm3-preprov/internal/webhooks"
 )
 
 type options struct {
@@ -85,6 +86,11 @@ func run(opts options) error {
 		Host:                controller.Options{MaxConcurrentReconciles: opts.hostConcurrency},
 	}); err != nil {
 		return err
+	}
+	if opts.webhookPort != 0 {
+		if err := webhooks.SetupWebhooksWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

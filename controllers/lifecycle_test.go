@@ -229,6 +229,18 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 		assert.Equal(c, InvalidTemplateReason, ready.Reason)
 		assert.Contains(c, ready.Message, `Metal3DataTemplate "absent"`)
 	}, waitTimeout, pollInterval)
+
+	// So does one whose Metal3DataTemplate has network data no host can use.
+	undefinedLink := fixtures.PoolNetworkData("tiny")
+	undefinedLink.Networks.IPv4[0].Link = "bond0"
+	badData := preprovTemplate(ns, "bad-data", map[string]string{"rack": "r8"}, nil)
+	badData.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "undefined-link"}
+	create(t, fixtures.DataTemplate(ns, "undefined-link", undefinedLink), badData)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ready := templateReady(c, getTemplate(c, ns, "bad-data"))
+		assert.Equal(c, InvalidTemplateReason, ready.Reason)
+		assert.Contains(c, ready.Message, "bond0")
+	}, waitTimeout, pollInterval)
 }
 
 func TestHostsNoLongerSelectedAreOrphanedNotUndone(t *testing.T) {

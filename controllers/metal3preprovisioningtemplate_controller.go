@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 )
 
@@ -88,12 +90,21 @@ func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespac
 	if _, err := baremetal.HostSelector(view.Selector); err != nil {
 		return fmt.Sprintf("invalid spec.hostSelector, it selects no host: %v", err), nil
 	}
-	if _, err := r.Templates.NetworkData(ctx, namespace, view); err != nil {
+	networkData, err := r.Templates.NetworkData(ctx, namespace, view)
+	if err != nil {
 		var templateErr *baremetal.TemplateError
 		if errors.As(err, &templateErr) {
 			return templateErr.Message, nil
 		}
 		return "", err
+	}
+	// Problems no host can fix; a Metal3DataTemplate has no webhook of ours.
+	if problems := networkdata.ValidateTemplate(networkData); len(problems) > 0 {
+		messages := make([]string, 0, len(problems))
+		for _, problem := range problems {
+			messages = append(messages, problem.Error())
+		}
+		return "invalid network data: " + strings.Join(messages, "; "), nil
 	}
 	return "", nil
 }

@@ -48,7 +48,8 @@ type templateValidator struct {
 	errs []*InputError
 }
 
-// add keeps the input errors; the checks it is given return no other kind.
+// add keeps the problems among errs and skips nil; every check here returns
+// *InputError.
 func (v *templateValidator) add(errs ...error) {
 	for _, err := range errs {
 		var inputErr *InputError

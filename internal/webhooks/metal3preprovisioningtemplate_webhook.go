@@ -1,0 +1,74 @@
+// Package webhooks holds the admission webhooks of Metal3PreprovisioningTemplate:
+// a template is refused when it is written, with every problem and its fix,
+// instead of being reported later on the hosts it selects.
+package webhooks
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+)
+
+// +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3preprovisioningtemplate,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=create;update,versions=v1beta1,name=validation.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3preprovisioningtemplate,mutating=true,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=create;update,versions=v1beta1,name=default.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1
+
+// SetupWebhooksWithManager registers the defaulting and validating webhooks
+// of Metal3PreprovisioningTemplate with the manager's webhook server.
+func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &preprovv1.Metal3PreprovisioningTemplate{}).
+		WithDefaulter(templateDefaulter{}).
+		WithValidator(templateValidator{}).
+		Complete()
+}
+
+var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: baremetal.KindPreprovisioningTemplate}
+
+// templateValidator refuses a template the controller could not use, or that
+// would select every host of its namespace.
+type templateValidator struct{}
+
+var _ admission.Validator[*preprovv1.Metal3PreprovisioningTemplate] = templateValidator{}
+
+func (templateValidator) ValidateCreate(_ context.Context, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	return nil, validate(template)
+}
+
+func (templateValidator) ValidateUpdate(_ context.Context, _, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	return nil, validate(template)
+}
+
+// ValidateDelete is never called: the webhook is registered for create and
+// update only, so a template can always be deleted.
+func (templateValidator) ValidateDelete(context.Context, *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validate returns every problem of the template as one Invalid error, so a
+// user fixes them all in one go.
+func validate(template *preprovv1.Metal3PreprovisioningTemplate) error {
+	if errs := specErrors(&template.Spec); len(errs) > 0 {
+		return apierrors.NewInvalid(templateGroupKind, template.Name, errs)
+	}
+	return nil
+}
+
+// templateDefaulter sets provisionedHostPolicy to ReportDrift, as the CRD
+// default does. The CRD default only fills an absent field before admission;
+// the webhook also turns an explicit "", which templating tools render for an
+// unset value, into the default instead of letting the CRD enum refuse it.
+type templateDefaulter struct{}
+
+var _ admission.Defaulter[*preprovv1.Metal3PreprovisioningTemplate] = templateDefaulter{}
+
+func (templateDefaulter) Default(_ context.Context, template *preprovv1.Metal3PreprovisioningTemplate) error {
+	if template.Spec.ProvisionedHostPolicy == "" {
+		template.Spec.ProvisionedHostPolicy = preprovv1.ProvisionedHostReportDrift
+	}
+	return nil
+}
