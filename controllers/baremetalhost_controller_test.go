@@ -69,13 +69,7 @@ func TestStaticNetworkDataUnpausesHost(t *testing.T) {
 
 func TestIPAMNetworkDataForSeveralHosts(t *testing.T) {
 	ns := newNamespace(t)
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
-		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
-		fixtures.Host(ns, "node-1", "52:54:00:aa:bb:02", workers),
-	)
+	createPooledWorkers(t, ns, "node-0", "node-1")
 
 	seen := map[string]string{}
 	for _, name := range []string{"node-0", "node-1"} {
@@ -295,12 +289,7 @@ func TestBadInputIsReportedAndFixable(t *testing.T) {
 
 func TestSecondReconcileOfAFinishedHostWritesNothing(t *testing.T) {
 	ns := newNamespace(t)
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
-		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
-	)
+	createPooledWorkers(t, ns, "node-0")
 	waitForNetworkData(t, ns, "node-0")
 
 	manager, writes := countingHostManager(t, false)
@@ -338,12 +327,7 @@ func TestMachineTemplatesNeedToOptIn(t *testing.T) {
 
 func TestEditingTheDataTemplateRerendersInPlace(t *testing.T) {
 	ns := newNamespace(t)
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
-		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
-	)
+	createPooledWorkers(t, ns, "node-0")
 	before := waitForNetworkData(t, ns, "node-0")
 	secret := &corev1.Secret{}
 	secretKey := client.ObjectKey{Namespace: ns, Name: "node-0-preprov-networkdata"}

@@ -282,7 +282,10 @@ func waitForExample(t *testing.T, ns string, example appliedExample) map[string]
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			current := getTemplate(c, ns, ref.Name)
 			status, ready := current.Status, templateReady(c, current)
+			// Reason Ready also means the status controller found no problem
+			// in the network data, the checks our webhook makes.
 			assert.Equal(c, metav1.ConditionTrue, ready.Status, "%s: %s", template, ready.Message)
+			assert.Equal(c, ReadyReason, ready.Reason, "%s: %s", template, ready.Message)
 			assert.Positive(c, status.MatchedHosts, template)
 			assert.Equal(c, status.MatchedHosts, status.ReadyHosts, template)
 		}, waitTimeout, pollInterval)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
 )
 
 const (
@@ -115,4 +117,21 @@ func assertUntouched(t *testing.T, namespace, hostName, pausedValue string) {
 
 func metaNamed(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+// createPooledWorkers creates the usual setup: the pool "provisioning"
+// (192.0.2.10-20), the Metal3DataTemplate "pooled" drawing the boot link's
+// address from it, the opted-in Metal3MachineTemplate "workers" selecting
+// role=worker, and paused worker hosts with boot MACs 52:54:00:aa:bb:01, 02...
+func createPooledWorkers(t *testing.T, ns string, hostNames ...string) {
+	t.Helper()
+	objects := []client.Object{
+		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
+	}
+	for i, name := range hostNames {
+		objects = append(objects, fixtures.Host(ns, name, fmt.Sprintf("52:54:00:aa:bb:%02x", i+1), workers))
+	}
+	create(t, objects...)
 }

@@ -81,12 +81,7 @@ func metal3DataOwners(claim *ipamv1.IPClaim) []types.UID {
 
 func TestHandoffToCAPM3KeepsTheAddressThroughReprovisioning(t *testing.T) {
 	ns := newNamespace(t)
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
-		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
-	)
+	createPooledWorkers(t, ns, "node-0")
 	waitForNetworkData(t, ns, "node-0")
 	before := claimOf(t, ns, "node-0-provisioning")
 	address := before.Status.Address.Name
@@ -133,12 +128,7 @@ func TestHandoffToCAPM3KeepsTheAddressThroughReprovisioning(t *testing.T) {
 
 func TestDeletingAHostReleasesItsClaimsAddressesAndSecret(t *testing.T) {
 	ns := newNamespace(t)
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
-		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
-	)
+	createPooledWorkers(t, ns, "node-0")
 	waitForNetworkData(t, ns, "node-0")
 	address := claimOf(t, ns, "node-0-provisioning").Status.Address.Name
 
