@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 // One control plane serves every test: the real kube-apiserver with our CRDs
@@ -33,32 +30,16 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	root := repoRoot()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin", "k8s")) //nolint:errcheck // envtest reads it
-	}
-	s := scheme.New()
-	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "config", "crd", "upstream"),
-		},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook")},
-		},
-	}
-	config, err := env.Start()
+	env, err := envtest.Start(envtest.WithWebhooks())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the test control plane:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
 
-	hooks := env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(config, ctrl.Options{
-		Scheme:  s,
+	hooks := env.Webhook
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: hooks.LocalServingHost, Port: hooks.LocalServingPort, CertDir: hooks.LocalServingCertDir,
@@ -67,13 +48,11 @@ func runSuite(m *testing.M) int {
 	if err == nil {
 		err = SetupWebhooksWithManager(mgr)
 	}
-	if err == nil {
-		k8sClient, err = client.New(config, client.Options{Scheme: s})
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	k8sClient = env.Client
 	webhookStarted = mgr.GetWebhookServer().StartedChecker()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,10 +75,4 @@ func apiClient(t *testing.T) client.Client {
 	require.Eventually(t, func() bool { return webhookStarted(nil) == nil }, 30*time.Second, 20*time.Millisecond,
 		"the webhook server did not start")
 	return k8sClient
-}
-
-// repoRoot is the repository's top folder.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

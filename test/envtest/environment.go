@@ -21,10 +21,13 @@ import (
 
 // Environment is a running test control plane.
 type Environment struct {
-	env    *envtest.Environment
-	Config *rest.Config
-	Client client.Client
-	Scheme *k8sruntime.Scheme
+	env *envtest.Environment
+	// Webhook tells a webhook server where to serve, when the environment
+	// was started WithWebhooks.
+	Webhook *envtest.WebhookInstallOptions
+	Config  *rest.Config
+	Client  client.Client
+	Scheme  *k8sruntime.Scheme
 	// KubeConfig reaches the control plane as an administrator.
 	KubeConfig []byte
 }
@@ -43,10 +46,21 @@ func Scheme() *k8sruntime.Scheme {
 	return s
 }
 
+// Option changes what Start starts.
+type Option func(*envtest.Environment)
+
+// WithWebhooks also installs our webhook configurations (config/webhook),
+// pointed at a local webhook server with a generated certificate.
+func WithWebhooks() Option {
+	return func(env *envtest.Environment) {
+		env.WebhookInstallOptions.Paths = []string{filepath.Join(RepoRoot(), "config", "webhook")}
+	}
+}
+
 // Start starts kube-apiserver and etcd and installs every CRD. The binaries
 // come from KUBEBUILDER_ASSETS, or bin/k8s when it is unset (make
 // kube-binaries builds them there).
-func Start() (*Environment, error) {
+func Start(options ...Option) (*Environment, error) {
 	root := RepoRoot()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		assets := filepath.Join(root, "bin", "k8s")
@@ -64,6 +78,9 @@ func Start() (*Environment, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}
+	for _, option := range options {
+		option(env)
+	}
 	config, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
@@ -73,7 +90,11 @@ func Start() (*Environment, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Environment{env: env, Config: config, Client: c, Scheme: s, KubeConfig: env.KubeConfig}, nil
+	environment := &Environment{env: env, Config: config, Client: c, Scheme: s, KubeConfig: env.KubeConfig}
+	if len(env.WebhookInstallOptions.Paths) > 0 {
+		environment.Webhook = &env.WebhookInstallOptions
+	}
+	return environment, nil
 }
 
 // Stop stops the control plane.
