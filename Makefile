@@ -22,6 +22,10 @@ K8S_LDFLAGS := -s -w \
 
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
+CLUSTERCTL := $(BIN)/clusterctl
+CLUSTERCTL_LDFLAGS := -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=13 \
+	-X sigs.k8s.io/cluster-api/version.gitVersion=v1.13.4 -X sigs.k8s.io/cluster-api/version.gitCommit=27f464418c195d96ae2ef4b96f3b6a047ea89310 \
+	-X sigs.k8s.io/cluster-api/version.gitTreeState=clean -X sigs.k8s.io/cluster-api/version.buildDate=2026-07-14T11:31:17Z
 KUBE_BINARIES := $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kubectl $(K8S_BIN)/etcd
 
 GO_TEST_FLAGS ?= -count=1
@@ -64,7 +68,7 @@ lint: ## gofmt and go vet.
 ##@ Test
 
 .PHONY: test
-test: kube-binaries ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
+test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
 FUZZTIME ?= 30s
@@ -92,11 +96,21 @@ $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 $(KUSTOMIZE): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
 
+$(CLUSTERCTL): hack/tools/clusterctl/go.mod
+	cd hack/tools/clusterctl && go build -trimpath -ldflags "$(CLUSTERCTL_LDFLAGS)" -o $@ sigs.k8s.io/cluster-api/cmd/clusterctl
+
+##@ Release
+
+.PHONY: release-manifests
+release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into out/ (IMG, TAG, OUT).
+	KUSTOMIZE=$(KUSTOMIZE) hack/release-manifests.sh
+
 ##@ Clean
 
 .PHONY: clean
-clean: ## Remove the manager binary; keeps the slow-to-build tools and control plane.
+clean: ## Remove the manager binary and release output; keeps the slow-to-build tools and control plane.
 	rm -f $(BIN)/manager
+	rm -rf out
 
 .PHONY: clean-all
 clean-all: clean ## Remove every built binary, bin/k8s included.

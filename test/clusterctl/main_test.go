@@ -1,0 +1,63 @@
+// Package clusterctl_test installs capm3-preprov with clusterctl, from a local
+// clusterctl repository built by hack/release-manifests.sh, on a real
+// kube-apiserver, and checks that the objects its cluster templates generate
+// are accepted by the API server.
+package clusterctl_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+)
+
+const (
+	capiVersion     = "v1.13.4"
+	providerVersion = "v0.1.0"
+	// providerLabel is how clusterctl names our provider: in the repository
+	// layout, the inventory and the cluster.x-k8s.io/provider label.
+	providerLabel = "infrastructure-metal3-preprov"
+	providerName  = "metal3-preprov"
+	// imageName:providerVersion is the manager image the release sets.
+	imageName = "quay.io/capm3-preprov/capm3-preprov"
+)
+
+// repo is the local clusterctl repository every test uses, built once.
+var repo *localRepository
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if err := useKubeBinaries(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "clusterctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if repo, err = buildLocalRepository(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// useKubeBinaries points envtest at bin/k8s unless KUBEBUILDER_ASSETS says
+// otherwise, as test/envtest does.
+func useKubeBinaries() error {
+	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
+		return nil
+	}
+	assets := filepath.Join(envtest.RepoRoot(), "bin", "k8s")
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return fmt.Errorf("no kube-apiserver in %s and KUBEBUILDER_ASSETS is unset: run `make kube-binaries`", assets)
+	}
+	return os.Setenv("KUBEBUILDER_ASSETS", assets)
+}

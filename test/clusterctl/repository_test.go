@@ -1,0 +1,124 @@
+package clusterctl_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+)
+
+// localRepository is a clusterctl repository on disk, laid out as
+// {dir}/{provider-label}/{version}/, with the clusterctl configuration that
+// points the core provider and ours at it.
+type localRepository struct {
+	clusterctl string
+	config     string
+	// home is clusterctl's HOME and XDG_CONFIG_HOME: nothing is read from
+	// the real ones.
+	home string
+	// capiDir is the cluster-api module, for its kubeadm CRDs.
+	capiDir string
+}
+
+func buildLocalRepository(dir string) (*localRepository, error) {
+	root := envtest.RepoRoot()
+	clusterctl, err := clusterctlBinary(root)
+	if err != nil {
+		return nil, err
+	}
+	kustomize, err := kustomizeBinary(root)
+	if err != nil {
+		return nil, err
+	}
+	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
+	list.Dir = root
+	capiDir, err := output(list)
+	if err != nil {
+		return nil, err
+	}
+	capiDir = strings.TrimSpace(capiDir)
+
+	providerDir := filepath.Join(dir, providerLabel, providerVersion)
+	release := exec.Command(filepath.Join(root, "hack", "release-manifests.sh"))
+	release.Dir = root
+	release.Env = append(os.Environ(), "KUSTOMIZE="+kustomize, "OUT="+providerDir,
+		"IMG="+imageName, "TAG="+providerVersion)
+	if _, err := output(release); err != nil {
+		return nil, err
+	}
+	coreDir := filepath.Join(dir, "cluster-api", capiVersion)
+	if err := buildCoreComponents(kustomize, capiDir, coreDir); err != nil {
+		return nil, err
+	}
+
+	config := filepath.Join(dir, "clusterctl.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`providers:
+  - name: cluster-api
+    type: CoreProvider
+    url: file://%s/core-components.yaml
+  - name: %s
+    type: InfrastructureProvider
+    url: file://%s/infrastructure-components.yaml
+`, coreDir, providerName, providerDir)), 0o600); err != nil {
+		return nil, err
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+	return &localRepository{clusterctl: clusterctl, config: config, home: home, capiDir: capiDir}, nil
+}
+
+// buildCoreComponents builds core-components.yaml from the cluster-api
+// module's config/default as its release does, on a copy: the module cache
+// is read-only and kustomize needs nothing outside config/.
+func buildCoreComponents(kustomize, capiDir, coreDir string) error {
+	work, err := os.MkdirTemp("", "capi-config-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if err := os.CopyFS(work, os.DirFS(filepath.Join(capiDir, "config"))); err != nil {
+		return err
+	}
+	components, err := output(exec.Command(kustomize, "build", filepath.Join(work, "default")))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(coreDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(coreDir, "core-components.yaml"), []byte(components), 0o644); err != nil {
+		return err
+	}
+	metadata, err := os.ReadFile(filepath.Join(capiDir, "metadata.yaml"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(coreDir, "metadata.yaml"), metadata, 0o644)
+}
+
+// run runs clusterctl with the repository's configuration and only the
+// given variables in its environment, so nothing from the developer's
+// shell or home leaks into what it installs or generates. It returns
+// clusterctl's output and its log.
+func (r *localRepository) run(ctx context.Context, vars map[string]string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.clusterctl, append(args, "--config", r.config)...)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + r.home,
+		"XDG_CONFIG_HOME=" + r.home,
+		"CLUSTERCTL_DISABLE_VERSIONCHECK=true",
+	}
+	for name, value := range vars {
+		cmd.Env = append(cmd.Env, name+"="+value)
+	}
+	return outputs(cmd)
+}
