@@ -42,9 +42,18 @@ help: ## Show the targets.
 build: ## Build the manager into bin/manager.
 	go build -o $(BIN)/manager .
 
+# make run: a local control plane with the examples and the IPAM stand-in
+# (IPAM=none leaves IPAM to a real controller you point at its kubeconfig).
+# make run KUBECONFIG=<file>: the manager against that cluster instead.
+IPAM ?= standin
 .PHONY: run
-run: build kube-binaries ## Run the manager on a local control plane (real kube-apiserver + etcd) until interrupted.
-	go run ./hack/run --manager $(BIN)/manager
+run: build ## Run the manager on a local control plane with the examples until interrupted (or: make run KUBECONFIG=<file>).
+ifeq ($(origin KUBECONFIG),command line)
+	$(BIN)/manager --kubeconfig $(KUBECONFIG) --webhook-port=0
+else
+	$(MAKE) kube-binaries
+	go run ./hack/run --manager $(BIN)/manager --ipam $(IPAM)
+endif
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, our CRDs and RBAC, and the upstream CRDs.

@@ -21,14 +21,19 @@ import (
 func main() {
 	manager := flag.String("manager", "bin/manager", "The manager binary to run.")
 	examples := flag.String("examples", "examples", "The folder of examples to apply; each sub-folder is applied after namespace.yaml.")
+	ipam := flag.String("ipam", "standin", `"standin" runs the IPAM stand-in; "none" leaves IPAM to a real controller pointed at the printed kubeconfig.`)
 	flag.Parse()
-	if err := run(*manager, *examples); err != nil {
+	if *ipam != "standin" && *ipam != "none" {
+		fmt.Fprintf(os.Stderr, "run: --ipam is standin or none, not %q\n", *ipam)
+		os.Exit(2)
+	}
+	if err := run(*manager, *examples, *ipam == "standin"); err != nil {
 		fmt.Fprintln(os.Stderr, "run:", err)
 		os.Exit(1)
 	}
 }
 
-func run(manager, examples string) error {
+func run(manager, examples string, ipamStandIn bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -52,10 +57,14 @@ func run(manager, examples string) error {
 		return err
 	}
 
-	say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
-	ipamDone, err := startIPAMStandIn(ctx, env)
-	if err != nil {
-		return err
+	var ipamDone <-chan struct{} = closedChannel()
+	if ipamStandIn {
+		say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
+		if ipamDone, err = startIPAMStandIn(ctx, env); err != nil {
+			return err
+		}
+	} else {
+		say("IPAM: no stand-in; point a real Metal3 IPAM controller at %s", kubeconfig)
 	}
 
 	say("Applying %s", examples)
@@ -91,6 +100,12 @@ func run(manager, examples string) error {
 	}
 	<-ipamDone
 	return nil
+}
+
+func closedChannel() <-chan struct{} {
+	done := make(chan struct{})
+	close(done)
+	return done
 }
 
 func say(format string, args ...any) {

@@ -15,6 +15,8 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,16 +93,37 @@ func show(ctx context.Context, c client.Client) error {
 	if err := c.List(ctx, hosts); err != nil {
 		return err
 	}
+	lastEvents, err := lastEventByHost(ctx, c)
+	if err != nil {
+		return err
+	}
 	say("BareMetalHosts")
 	table := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAMESPACE\tNAME\tPAUSED\tPREPROVISIONING NETWORK DATA\tTEMPLATE")
+	fmt.Fprintln(table, "NAMESPACE\tNAME\tPAUSED\tPREPROVISIONING NETWORK DATA\tTEMPLATE\tLAST EVENT")
 	for _, host := range hosts.Items {
-		paused := host.Annotations[preprovv1.PausedAnnotation]
-		if paused == "" {
-			paused = "-"
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", host.Namespace, host.Name, orDash(host.Annotations[preprovv1.PausedAnnotation]),
+			orDash(host.Spec.PreprovisioningNetworkDataName), orDash(host.Annotations[preprovv1.TemplateAnnotation]),
+			orDash(lastEvents[client.ObjectKeyFromObject(&host)]))
+	}
+	if err := table.Flush(); err != nil {
+		return err
+	}
+
+	templates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := c.List(ctx, templates); err != nil {
+		return err
+	}
+	say("Metal3PreprovisioningTemplates")
+	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "NAMESPACE\tNAME\tMATCHED\tREADY\tWAITING\tFAILED\tCONFLICTING\tORPHANED\tCONDITION")
+	for _, template := range templates.Items {
+		status := template.Status
+		condition := "-"
+		if ready := meta.FindStatusCondition(status.Conditions, "Ready"); ready != nil {
+			condition = fmt.Sprintf("Ready=%s (%s)", ready.Status, ready.Reason)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", host.Namespace, host.Name, paused,
-			orDash(host.Spec.PreprovisioningNetworkDataName), orDash(host.Annotations[preprovv1.TemplateAnnotation]))
+		fmt.Fprintf(table, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", template.Namespace, template.Name, status.MatchedHosts,
+			status.ReadyHosts, status.WaitingHosts, status.FailedHosts, status.ConflictingHosts, status.OrphanedHosts, condition)
 	}
 	if err := table.Flush(); err != nil {
 		return err
@@ -160,6 +183,34 @@ func show(ctx context.Context, c client.Client) error {
 		fmt.Println(pretty.String())
 	}
 	return nil
+}
+
+// lastEventByHost is the newest event of each host: its reason, and for a
+// Warning what is wrong.
+func lastEventByHost(ctx context.Context, c client.Client) (map[client.ObjectKey]string, error) {
+	events := &eventsv1.EventList{}
+	if err := c.List(ctx, events); err != nil {
+		return nil, err
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return eventTime(&events.Items[i]).Before(eventTime(&events.Items[j])) })
+	last := map[client.ObjectKey]string{}
+	for _, event := range events.Items {
+		if event.Regarding.Kind == "BareMetalHost" {
+			key := client.ObjectKey{Namespace: event.Regarding.Namespace, Name: event.Regarding.Name}
+			last[key] = event.Reason
+			if event.Type == corev1.EventTypeWarning {
+				last[key] += ": " + event.Note
+			}
+		}
+	}
+	return last, nil
+}
+
+func eventTime(event *eventsv1.Event) time.Time {
+	if event.Series != nil {
+		return event.Series.LastObservedTime.Time
+	}
+	return event.EventTime.Time
 }
 
 func orDash(s string) string {
