@@ -32,6 +32,8 @@ type exampleExpectation struct {
 	check func(t *testing.T, ns string, networkData map[string]map[string]any)
 }
 
+// exampleExpectations are keyed by folder. A folder without an entry still
+// gets the checks every example must pass (waitForExample).
 var exampleExpectations = map[string]exampleExpectation{
 	"machine-template-ipam": {
 		templateOf: map[string]string{
@@ -199,7 +201,7 @@ func TestAllExamplesInOneNamespace(t *testing.T) {
 			for _, event := range hostEvents(t, ns, host) {
 				assert.NotEqual(t, baremetal.ReasonTemplateConflict, event.Reason, "%s: %s", host, event.Note)
 			}
-			template := getHost(t, ns, host).Annotations[preprovv1.TemplateAnnotation]
+			template, _ := baremetal.ParseTemplateRef(getHost(t, ns, host).Annotations[preprovv1.TemplateAnnotation])
 			assert.Contains(t, example.templates, template, "%s is served by a template of another example", host)
 			for _, network := range networksByID(t, data) {
 				ip, ok := network["ip_address"].(string)
@@ -218,8 +220,8 @@ type appliedExample struct {
 	folder string
 	// hosts maps each BareMetalHost to the value of its pause annotation.
 	hosts map[string]string
-	// templates are the example's template sources, "<Kind>/<name>".
-	templates []string
+	// templates are the example's template sources.
+	templates []baremetal.TemplateRef
 }
 
 func exampleFolders(t *testing.T) []string {
@@ -256,8 +258,8 @@ func applyExample(t *testing.T, ns, folder string) appliedExample {
 	return example
 }
 
-func templateRef(obj *unstructured.Unstructured) string {
-	return baremetal.TemplateRef{Kind: obj.GetKind(), Name: obj.GetName()}.String()
+func templateRef(obj *unstructured.Unstructured) baremetal.TemplateRef {
+	return baremetal.TemplateRef{Kind: obj.GetKind(), Name: obj.GetName()}
 }
 
 // waitForExample waits until every host the example pauses for
@@ -275,12 +277,11 @@ func waitForExample(t *testing.T, ns string, example appliedExample) map[string]
 	require.NotEmpty(t, networkData, "%s pauses no host for preprovisioning", example.folder)
 
 	for _, template := range example.templates {
-		ref, _ := baremetal.ParseTemplateRef(template)
-		if ref.Kind != baremetal.KindPreprovisioningTemplate {
+		if template.Kind != baremetal.KindPreprovisioningTemplate {
 			continue
 		}
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			current := getTemplate(c, ns, ref.Name)
+			current := getTemplate(c, ns, template.Name)
 			status, ready := current.Status, templateReady(c, current)
 			// Reason Ready also means the status controller found no problem
 			// in the network data, the checks our webhook makes.

@@ -19,6 +19,23 @@ import (
 // the order of the paths; a folder stands for its *.yaml files, sorted. It is
 // how the demo and the tests install examples, the way kubectl apply would.
 func ApplyFiles(ctx context.Context, c client.Client, paths ...string) ([]*unstructured.Unstructured, error) {
+	return applyFiles(ctx, c, "", paths)
+}
+
+// ApplyFilesInNamespace is ApplyFiles with every namespaced object created in
+// namespace instead of the one its file names, so a test can install an
+// example written for the demo's namespace into a namespace of its own.
+// Cluster-scoped objects are created as they are.
+func ApplyFilesInNamespace(ctx context.Context, c client.Client, namespace string, paths ...string) ([]*unstructured.Unstructured, error) {
+	if namespace == "" {
+		return nil, errors.New("ApplyFilesInNamespace needs a namespace")
+	}
+	return applyFiles(ctx, c, namespace, paths)
+}
+
+// applyFiles creates the objects of paths; a non-empty namespace overrides
+// the namespace of namespaced objects.
+func applyFiles(ctx context.Context, c client.Client, namespace string, paths []string) ([]*unstructured.Unstructured, error) {
 	var created []*unstructured.Unstructured
 	for _, path := range paths {
 		files, err := yamlFiles(path)
@@ -31,6 +48,15 @@ func ApplyFiles(ctx context.Context, c client.Client, paths ...string) ([]*unstr
 				return created, err
 			}
 			for _, obj := range objects {
+				if namespace != "" {
+					namespaced, err := c.IsObjectNamespaced(obj)
+					if err != nil {
+						return created, fmt.Errorf("%s: %s %s: %w", file, obj.GetKind(), obj.GetName(), err)
+					}
+					if namespaced {
+						obj.SetNamespace(namespace)
+					}
+				}
 				if err := c.Create(ctx, obj); err != nil {
 					return created, fmt.Errorf("%s: creating %s %s: %w", file, obj.GetKind(), obj.GetName(), err)
 				}
