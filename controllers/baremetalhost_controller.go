@@ -63,7 +63,7 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	outcome, err := r.Manager.Reconcile(ctx, host)
 	if err != nil {
-		return ctrl.Result{}, err
+		return requeueOnConflict(ctx, err)
 	}
 	if previous, changed := r.Phases.Record(req.NamespacedName, outcome); changed {
 		if outcome.Reason != "" {
@@ -133,4 +133,15 @@ func poolAddressesChanged() predicate.Predicate {
 			return !equality.Semantic.DeepEqual(oldSpec, newSpec)
 		},
 	}
+}
+
+// requeueOnConflict retries a write that lost an optimistic-lock race (our
+// cache was behind the API server) without reporting it as an error: it is
+// expected, and the next attempt reads the newer object.
+func requeueOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict, retrying", "reason", err.Error())
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, err
 }

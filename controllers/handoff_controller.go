@@ -35,7 +35,10 @@ func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, r.Handoff.Reconcile(ctx, host)
+	if err := r.Handoff.Reconcile(ctx, host); err != nil {
+		return requeueOnConflict(ctx, err)
+	}
+	return ctrl.Result{}, nil
 }
 
 // SetupWithManager watches the hosts we set up, their claims, and CAPM3's
