@@ -30,6 +30,7 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3machinetemplates;metal3datatemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses;ippools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ippools,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
@@ -41,8 +42,8 @@ type BareMetalHostReconciler struct {
 	Client  client.Client
 	Manager *baremetal.HostManager
 	Phases  *baremetal.HostPhases
-	// Preallocations sweeps the backstop entries of deleted hosts.
-	Preallocations *ipam.Preallocations
+	// Sweeper releases what a deleted host left behind.
+	Sweeper *ipam.Sweeper
 	// TemplateChanges receives the templates whose hosts changed phase.
 	TemplateChanges chan<- event.GenericEvent
 }
@@ -55,11 +56,11 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err
 		}
 		// A deleted host takes its claims and Secret with it (owner
-		// references); only pool entries need us.
+		// references); the sweep catches what they cannot: pool entries.
 		if previous, known := r.Phases.Forget(req.NamespacedName); known {
 			r.notifyTemplates(ctx, req.Namespace, previous)
 		}
-		return ctrl.Result{}, r.Preallocations.Sweep(ctx, req.Namespace)
+		return ctrl.Result{}, r.Sweeper.Sweep(ctx, req.Namespace)
 	}
 	outcome, err := r.Manager.Reconcile(ctx, host)
 	if err != nil {

@@ -340,7 +340,7 @@ func TestPoolPreallocationsBackstop(t *testing.T) {
 
 	// The manager runs without the backstop; one with it records the address.
 	manager, writes := countingHostManager(t, false)
-	manager.Preallocations = &ipam.Preallocations{Client: manager.Client, APIReader: k8sClient}
+	manager.Preallocations = &ipam.Preallocations{Client: manager.Client}
 	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
 	require.NoError(t, err)
 	assert.Equal(t, baremetal.PhaseReady, outcome.Phase)
@@ -374,7 +374,7 @@ func TestPreallocationSweepRemovesEntriesOfHostsDeletedWhileDown(t *testing.T) {
 	delete(alive.Annotations, preprovv1.PausedAnnotation)
 	create(t, pool, alive)
 
-	sweeper := &ipam.Preallocations{Client: k8sClient, APIReader: k8sClient}
+	sweeper := &ipam.Sweeper{Client: k8sClient, APIReader: k8sClient}
 	require.NoError(t, sweeper.Sweep(context.Background(), ""))
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
 	assert.Equal(t, map[string]ipamv1.IPAddressStr{"alive-provisioning": "192.0.2.11", "users-provisioning": "192.0.2.12"},

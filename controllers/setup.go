@@ -35,7 +35,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
-	preallocations := &ipam.Preallocations{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	sweeper := &ipam.Sweeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	hostManager := &baremetal.HostManager{
 		Client:    mgr.GetClient(),
 		Templates: templates,
@@ -43,11 +43,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 	}
 	if opts.PoolPreallocations {
-		hostManager.Preallocations = preallocations
+		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}
 	}
-	// Entries of hosts deleted while no manager ran are swept once we lead.
+	// What hosts deleted while no manager ran left behind is swept once we lead.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return preallocations.Sweep(ctx, "")
+		return sweeper.Sweep(ctx, "")
 	})); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	templateChanges := make(chan event.GenericEvent, templateChangesBuffer)
 	if err := (&BareMetalHostReconciler{
-		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, Preallocations: preallocations,
+		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, Sweeper: sweeper,
 		TemplateChanges: templateChanges,
 	}).SetupWithManager(mgr, opts.Host); err != nil {
 		return err

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,11 +18,9 @@ const PreallocatedForAnnotation = "preprovisioning.metal3.io/preallocations"
 // Preallocations is the optional backstop: it records each host's address
 // in its pool's spec.preAllocations under the claim name, so IPAM hands the
 // same address to a claim of that name even if the claim is recreated, and
-// removes the entry once the host is gone.
+// removes the entry once the host is gone (see Sweeper).
 type Preallocations struct {
 	Client client.Client
-	// APIReader checks hosts past the cache before an entry is removed.
-	APIReader client.Reader
 }
 
 // Ensure records the addresses of the host's ready claims. It writes a pool
@@ -59,64 +55,6 @@ func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetal
 		}
 	}
 	return nil
-}
-
-// Sweep removes the entries we wrote for hosts that no longer exist, in one
-// namespace or, with "", in all. It is run when a host is deleted and when
-// the manager starts, so an entry is not left behind even if the host was
-// deleted while the manager was down.
-func (p *Preallocations) Sweep(ctx context.Context, namespace string) error {
-	pools := &ipamv1.IPPoolList{}
-	if err := p.Client.List(ctx, pools, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("listing IPPools: %w", err)
-	}
-	for i := range pools.Items {
-		if err := p.sweepPool(ctx, &pools.Items[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *Preallocations) sweepPool(ctx context.Context, pool *ipamv1.IPPool) error {
-	keys := ownKeys(pool)
-	if len(keys) == 0 {
-		return nil
-	}
-	kept := make([]string, 0, len(keys))
-	for _, key := range keys {
-		gone, err := p.hostGone(ctx, pool.Namespace, strings.TrimSuffix(key, "-"+pool.Name))
-		if err != nil {
-			return err
-		}
-		if !gone {
-			kept = append(kept, key)
-		}
-	}
-	if len(kept) == len(keys) {
-		return nil
-	}
-	original := pool.DeepCopy()
-	for _, key := range keys {
-		if !slices.Contains(kept, key) {
-			delete(pool.Spec.PreAllocations, key)
-		}
-	}
-	if err := setOwnKeys(pool, kept); err != nil {
-		return err
-	}
-	if err := p.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("removing entries of deleted hosts from IPPool %s/%s: %w", pool.Namespace, pool.Name, err)
-	}
-	return nil
-}
-
-func (p *Preallocations) hostGone(ctx context.Context, namespace, name string) (bool, error) {
-	err := p.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bmov1alpha1.BareMetalHost{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
 }
 
 func ownKeys(pool *ipamv1.IPPool) []string {

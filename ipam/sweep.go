@@ -1,0 +1,157 @@
+package ipam
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// Sweeper releases what deleted hosts left behind: our claims whose owners
+// are all gone, and our spec.preAllocations entries of hosts that are gone.
+// The garbage collector already deletes such claims through their owner
+// references; the sweep is the belt to those braces, run when a host is
+// deleted and when the manager starts, so nothing leaks even if a host was
+// deleted while no manager ran.
+type Sweeper struct {
+	Client client.Client
+	// APIReader checks owners past the cache: an owner created a moment ago
+	// must never be taken for gone.
+	APIReader client.Reader
+}
+
+// Sweep sweeps one namespace or, with "", all.
+func (s *Sweeper) Sweep(ctx context.Context, namespace string) error {
+	if err := s.sweepClaims(ctx, namespace); err != nil {
+		return err
+	}
+	return s.sweepPools(ctx, namespace)
+}
+
+// sweepClaims deletes our claims whose hosts are gone and that no live
+// Metal3Data owns (CAPM3 may still use a provisioned host's claim). IPAM
+// then releases the address.
+func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
+	claims := &ipamv1.IPClaimList{}
+	if err := s.Client.List(ctx, claims, client.InNamespace(namespace),
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		return fmt.Errorf("listing our IPClaims: %w", err)
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if !claim.DeletionTimestamp.IsZero() {
+			continue
+		}
+		orphaned, err := s.allOwnersGone(ctx, claim)
+		if err != nil {
+			return err
+		}
+		if !orphaned {
+			continue
+		}
+		if err := s.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting IPClaim %s/%s of a deleted host: %w", claim.Namespace, claim.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted the IPClaim of a deleted host", "claim", client.ObjectKeyFromObject(claim))
+	}
+	return nil
+}
+
+// allOwnersGone is true for a claim with a host owner when none of its
+// host and Metal3Data owners exists any more.
+func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
+	hasHostOwner := slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool {
+		return ref.Kind == "BareMetalHost"
+	})
+	if !hasHostOwner {
+		return false, nil
+	}
+	for _, ref := range claim.OwnerReferences {
+		var owner client.Object
+		switch {
+		case ref.Kind == "BareMetalHost":
+			owner = &bmov1alpha1.BareMetalHost{}
+		case isMetal3DataRef(ref):
+			owner = &capm3.Metal3Data{}
+		default:
+			// An owner we do not know keeps the claim.
+			return false, nil
+		}
+		err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, claim.Namespace, ref.Name, err)
+		case owner.GetUID() == ref.UID:
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// sweepPools removes the spec.preAllocations entries we wrote for hosts
+// that no longer exist.
+func (s *Sweeper) sweepPools(ctx context.Context, namespace string) error {
+	pools := &ipamv1.IPPoolList{}
+	if err := s.Client.List(ctx, pools, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing IPPools: %w", err)
+	}
+	for i := range pools.Items {
+		if err := s.sweepPool(ctx, &pools.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sweeper) sweepPool(ctx context.Context, pool *ipamv1.IPPool) error {
+	keys := ownKeys(pool)
+	if len(keys) == 0 {
+		return nil
+	}
+	kept := make([]string, 0, len(keys))
+	for _, key := range keys {
+		gone, err := s.hostGone(ctx, pool.Namespace, strings.TrimSuffix(key, "-"+pool.Name))
+		if err != nil {
+			return err
+		}
+		if !gone {
+			kept = append(kept, key)
+		}
+	}
+	if len(kept) == len(keys) {
+		return nil
+	}
+	original := pool.DeepCopy()
+	for _, key := range keys {
+		if !slices.Contains(kept, key) {
+			delete(pool.Spec.PreAllocations, key)
+		}
+	}
+	if err := setOwnKeys(pool, kept); err != nil {
+		return err
+	}
+	if err := s.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing entries of deleted hosts from IPPool %s/%s: %w", pool.Namespace, pool.Name, err)
+	}
+	return nil
+}
+
+func (s *Sweeper) hostGone(ctx context.Context, namespace, name string) (bool, error) {
+	err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bmov1alpha1.BareMetalHost{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
