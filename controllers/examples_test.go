@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
@@ -287,7 +288,7 @@ func waitForExample(t *testing.T, ns string, example appliedExample) map[string]
 			// in the network data, the checks our webhook makes.
 			assert.Equal(c, metav1.ConditionTrue, ready.Status, "%s: %s", template, ready.Message)
 			assert.Equal(c, ReadyReason, ready.Reason, "%s: %s", template, ready.Message)
-			assert.Positive(c, status.MatchedHosts, template)
+			assert.Positive(c, ptr.Deref(status.MatchedHosts, 0), template)
 			assert.Equal(c, status.MatchedHosts, status.ReadyHosts, template)
 		}, waitTimeout, pollInterval)
 	}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -183,8 +184,8 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		template := getTemplate(c, ns, "rack-r1")
 		assert.Equal(c, template.Generation, template.Status.ObservedGeneration)
-		assert.Equal(c, int32(2), template.Status.MatchedHosts)
-		assert.Equal(c, int32(2), template.Status.ReadyHosts)
+		assert.Equal(c, ptr.To(int32(2)), template.Status.MatchedHosts)
+		assert.Equal(c, ptr.To(int32(2)), template.Status.ReadyHosts)
 		ready := templateReady(c, template)
 		assert.Equal(c, metav1.ConditionTrue, ready.Status)
 		assert.Equal(c, ReadyReason, ready.Reason)
@@ -201,10 +202,10 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		template := getTemplate(c, ns, "rack-r1")
-		assert.Equal(c, int32(4), template.Status.MatchedHosts)
-		assert.Equal(c, int32(2), template.Status.ReadyHosts)
-		assert.Equal(c, int32(1), template.Status.FailedHosts)
-		assert.Equal(c, int32(1), template.Status.ConflictingHosts)
+		assert.Equal(c, ptr.To(int32(4)), template.Status.MatchedHosts)
+		assert.Equal(c, ptr.To(int32(2)), template.Status.ReadyHosts)
+		assert.Equal(c, ptr.To(int32(1)), template.Status.FailedHosts)
+		assert.Equal(c, ptr.To(int32(1)), template.Status.ConflictingHosts)
 		ready := templateReady(c, template)
 		assert.Equal(c, metav1.ConditionFalse, ready.Status)
 		assert.Equal(c, HostsConflictingReason, ready.Reason)
@@ -255,8 +256,8 @@ func TestHostsNoLongerSelectedAreOrphanedNotUndone(t *testing.T) {
 	waitForEvent(t, ns, "node-0", baremetal.ReasonOrphaned)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		template := getTemplate(c, ns, "rack-r1")
-		assert.Equal(c, int32(1), template.Status.OrphanedHosts)
-		assert.Equal(c, int32(1), template.Status.MatchedHosts)
+		assert.Equal(c, ptr.To(int32(1)), template.Status.OrphanedHosts)
+		assert.Equal(c, ptr.To(int32(1)), template.Status.MatchedHosts)
 	}, waitTimeout, pollInterval)
 
 	// The template goes: node-1 is orphaned too.

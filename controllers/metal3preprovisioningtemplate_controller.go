@@ -8,6 +8,7 @@ import (
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,12 +70,12 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	view := baremetal.FromPreprovisioningTemplate(template)
 	counts := baremetal.CountHosts(view.Ref, r.Phases.InNamespace(template.Namespace))
 	template.Status.ObservedGeneration = template.Generation
-	template.Status.MatchedHosts = counts.Matched
-	template.Status.ReadyHosts = counts.Ready
-	template.Status.WaitingHosts = counts.Waiting
-	template.Status.FailedHosts = counts.Failed
-	template.Status.ConflictingHosts = counts.Conflicting
-	template.Status.OrphanedHosts = counts.Orphaned
+	template.Status.MatchedHosts = ptr.To(counts.Matched)
+	template.Status.ReadyHosts = ptr.To(counts.Ready)
+	template.Status.WaitingHosts = ptr.To(counts.Waiting)
+	template.Status.FailedHosts = ptr.To(counts.Failed)
+	template.Status.ConflictingHosts = ptr.To(counts.Conflicting)
+	template.Status.OrphanedHosts = ptr.To(counts.Orphaned)
 
 	problem, err := r.templateProblem(ctx, template.Namespace, view)
 	if err != nil {

@@ -53,6 +53,7 @@ type Metal3PreprovisioningTemplateSpec struct {
 }
 
 // Metal3PreprovisioningTemplateStatus tells how the selected hosts are doing.
+// The counts are pointers so that a zero is written, and shown by kubectl.
 type Metal3PreprovisioningTemplateStatus struct {
 	// observedGeneration is the generation these counts were computed for.
 	// +optional
@@ -60,22 +61,22 @@ type Metal3PreprovisioningTemplateStatus struct {
 
 	// matchedHosts counts the hosts this template selects.
 	// +optional
-	MatchedHosts int32 `json:"matchedHosts"`
+	MatchedHosts *int32 `json:"matchedHosts,omitempty"`
 	// readyHosts counts hosts whose network data is rendered and set.
 	// +optional
-	ReadyHosts int32 `json:"readyHosts"`
+	ReadyHosts *int32 `json:"readyHosts,omitempty"`
 	// waitingHosts counts hosts waiting for IP addresses.
 	// +optional
-	WaitingHosts int32 `json:"waitingHosts"`
+	WaitingHosts *int32 `json:"waitingHosts,omitempty"`
 	// failedHosts counts hosts with an error that needs a user's fix.
 	// +optional
-	FailedHosts int32 `json:"failedHosts"`
+	FailedHosts *int32 `json:"failedHosts,omitempty"`
 	// conflictingHosts counts hosts that another template selects too.
 	// +optional
-	ConflictingHosts int32 `json:"conflictingHosts"`
+	ConflictingHosts *int32 `json:"conflictingHosts,omitempty"`
 	// orphanedHosts counts hosts we set up that this template no longer selects.
 	// +optional
-	OrphanedHosts int32 `json:"orphanedHosts"`
+	OrphanedHosts *int32 `json:"orphanedHosts,omitempty"`
 
 	// conditions of this template, Cluster API v1beta2 style.
 	// +optional

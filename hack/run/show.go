@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -122,8 +123,9 @@ func show(ctx context.Context, c client.Client) error {
 		if ready := meta.FindStatusCondition(status.Conditions, "Ready"); ready != nil {
 			condition = fmt.Sprintf("Ready=%s (%s)", ready.Status, ready.Reason)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", template.Namespace, template.Name, status.MatchedHosts,
-			status.ReadyHosts, status.WaitingHosts, status.FailedHosts, status.ConflictingHosts, status.OrphanedHosts, condition)
+		fmt.Fprintf(table, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", template.Namespace, template.Name,
+			ptr.Deref(status.MatchedHosts, 0), ptr.Deref(status.ReadyHosts, 0), ptr.Deref(status.WaitingHosts, 0),
+			ptr.Deref(status.FailedHosts, 0), ptr.Deref(status.ConflictingHosts, 0), ptr.Deref(status.OrphanedHosts, 0), condition)
 	}
 	if err := table.Flush(); err != nil {
 		return err
