@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -45,9 +48,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.PoolPreallocations {
 		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}
 	}
-	// What hosts deleted while no manager ran left behind is swept once we lead.
+	// What hosts deleted while no manager ran left behind is swept once we
+	// lead. A failed sweep (the API server away) is retried and never stops
+	// the manager.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return sweeper.Sweep(ctx, "")
+		log := ctrl.LoggerFrom(ctx).WithName("startup-sweep")
+		if err := wait.ExponentialBackoffWithContext(ctx, startupSweepBackoff, func(ctx context.Context) (bool, error) {
+			if err := sweeper.Sweep(ctx, ""); err != nil {
+				log.Error(err, "Sweeping what deleted hosts left behind; retrying")
+				return false, nil
+			}
+			return true, nil
+		}); err != nil {
+			log.Error(err, "Gave up the start-up sweep; host deletions still sweep their namespace")
+		}
+		return nil
 	})); err != nil {
 		return err
 	}
@@ -72,6 +87,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Handoff: &ipam.Handoff{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 	}).SetupWithManager(mgr)
 }
+
+// startupSweepBackoff retries the start-up sweep for about half an hour.
+var startupSweepBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: 5 * time.Minute}
 
 // templateChangesBuffer lets a burst of host phase changes through without
 // holding up the host workers while the template status catches up.
