@@ -34,7 +34,7 @@ GO_TEST_FLAGS ?= -count=1
 
 .PHONY: help
 help: ## Show the targets.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -79,6 +79,18 @@ lint: ## gofmt and go vet.
 .PHONY: test
 test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-e2e
+test-e2e: kube-binaries build $(KUSTOMIZE) ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
+	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m -args -e2e.manager=$(BIN)/manager -e2e.artifacts-folder=$(ROOT)/out/e2e
+
+BENCH_HOSTS ?= 1000
+BENCH_RUNS ?= 1
+BENCH_SCENARIO ?= plain
+.PHONY: bench
+bench: kube-binaries build ## Fleet benchmark: BENCH_HOSTS paused hosts (default 1000) against the floor; BENCH_RUNS, BENCH_SCENARIO=plain|hardware.
+	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -manager $(BIN)/manager
+	go test ./baremetal/... -run '^$$' -bench . -benchmem
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

@@ -1,0 +1,21 @@
+//go:build e2e
+
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+)
+
+var _ = Describe("Faults", func() {
+	input := func() SpecInput { return SpecInput{Cluster: cluster} }
+
+	Describe("The manager is killed at each step of a host", func() { KillAtEachStepSpec(ctx, input) })
+	Describe("The manager is killed while hosts are in flight", func() { KillInFlightSpec(ctx, input) })
+	Describe("kube-apiserver restarts while hosts are in flight", func() { APIServerRestartSpec(ctx, input) })
+	Describe("A host is deleted at each step", func() { HostDeletionAtEachStepSpec(ctx, input) })
+	Describe("A pool is exhausted", func() { PoolExhaustionSpec(ctx, input) })
+	Describe("Two managers with leader election", func() { LeaderElectionSpec(ctx, input) })
+	Describe("A fleet with bad hosts mixed in", func() {
+		FleetSpec(ctx, func() FleetSpecInput { return FleetSpecInput{SpecInput: input(), Hosts: 200} })
+	})
+})

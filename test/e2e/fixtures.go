@@ -1,0 +1,184 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+)
+
+// The two pools most specs use: every host gets an address on its
+// provisioning network (boot NIC, default route) and on its storage network.
+const (
+	provisioningPool = "provisioning"
+	storagePool      = "storage"
+	// storageMACAnnotation carries the MAC of a host's storage NIC: before
+	// inspection a second NIC's MAC can only come from the host's metadata.
+	storageMACAnnotation = "e2e.metal3.io/storage-mac"
+)
+
+var bothPools = []string{provisioningPool, storagePool}
+
+// newPools are the provisioning and storage pools of a namespace, 241
+// addresses each.
+func newPools(namespace string) []client.Object {
+	return []client.Object{
+		fixtures.Pool(namespace, provisioningPool, "192.168.10.10", "192.168.10.250", "192.168.10.1"),
+		fixtures.Pool(namespace, storagePool, "192.168.20.10", "192.168.20.250", "192.168.20.1"),
+	}
+}
+
+// twoPoolNetworkData is a provisioning link (the boot NIC) with its address,
+// default route and DNS from the provisioning pool, and a storage link (MAC
+// from the host's annotation) with its address from the storage pool.
+func twoPoolNetworkData() *capm3.NetworkData {
+	networkData := fixtures.PoolNetworkData(provisioningPool)
+	networkData.Links.Ethernets = append(networkData.Links.Ethernets, capm3.NetworkDataLinkEthernet{
+		Type: "phy", Id: "enp2s0", MTU: 9000,
+		MACAddress: &capm3.NetworkLinkEthernetMac{FromAnnotation: capm3.NetworkLinkEthernetMacFromAnnotation{
+			Object: "baremetalhost", Annotation: storageMACAnnotation,
+		}},
+	})
+	networkData.Networks.IPv4 = append(networkData.Networks.IPv4, capm3.NetworkDataIPv4{
+		ID: "storage", Link: "enp2s0", IPAddressFromIPPool: storagePool,
+	})
+	return networkData
+}
+
+// hostMAC is a locally administered MAC, unique per namespace (on an
+// existing cluster BMO sees every spec's hosts), NIC number and host index.
+func hostMAC(namespace string, nic, index int) string {
+	hash := fnv.New32a()
+	hash.Write([]byte(namespace))
+	sum := hash.Sum32()
+	return fmt.Sprintf("52:%02x:%02x:%02x:%02x:%02x", nic, byte(sum>>8), byte(sum), byte(index>>8), byte(index))
+}
+
+// registration is a host as a user registers it, with its BMC credentials
+// Secret (which the manager must never read).
+type registration struct {
+	Host        *bmov1alpha1.BareMetalHost
+	Credentials *corev1.Secret
+}
+
+// objects are what to create, the Secret first.
+func (r registration) objects() []client.Object {
+	return []client.Object{r.Credentials, r.Host}
+}
+
+// newHost registers a host for preprovisioning: paused with our value, with
+// its boot MAC and its storage MAC annotation.
+func newHost(namespace, name string, index int, labels map[string]string) registration {
+	host := fixtures.Host(namespace, name, hostMAC(namespace, 1, index), labels)
+	host.Annotations[storageMACAnnotation] = hostMAC(namespace, 2, index)
+	// BMC addresses are unique on a cluster, like the hosts they manage.
+	host.Spec.BMC.Address = "redfish-virtualmedia+https://192.0.2.1:8000/redfish/v1/Systems/" + namespace + "-" + name
+	credentials := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: host.Spec.BMC.CredentialsName},
+		StringData: map[string]string{"username": "admin", "password": "password"},
+	}
+	return registration{Host: host, Credentials: credentials}
+}
+
+// hostNames are prefix-0 .. prefix-(n-1).
+func hostNames(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return names
+}
+
+// newHosts registers each named host with the same labels; first is the
+// index of the first one's MACs.
+func newHosts(namespace string, names []string, first int, labels map[string]string) []client.Object {
+	var objects []client.Object
+	for i, name := range names {
+		objects = append(objects, newHost(namespace, name, first+i, labels).objects()...)
+	}
+	return objects
+}
+
+// preprovisioningTemplate is a Metal3PreprovisioningTemplate with inline
+// network data.
+func preprovisioningTemplate(namespace, name string, selector map[string]string, networkData *capm3.NetworkData) *preprovv1.Metal3PreprovisioningTemplate {
+	return &preprovv1.Metal3PreprovisioningTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
+			HostSelector: capm3.HostSelector{MatchLabels: selector},
+			NetworkData:  networkData,
+		},
+	}
+}
+
+// machineTemplate is an opted-in Metal3MachineTemplate and its
+// Metal3DataTemplate, both named name.
+func machineTemplate(namespace, name string, selector map[string]string, networkData *capm3.NetworkData) []client.Object {
+	return []client.Object{
+		fixtures.DataTemplate(namespace, name, networkData),
+		fixtures.MachineTemplate(namespace, name, name, selector),
+	}
+}
+
+// createNamespace creates a namespace of the spec's own; on an existing
+// cluster it is deleted when the spec ends. The local control plane has no
+// namespace controller to finish a deletion, and is thrown away anyway.
+func (c *Cluster) createNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	Expect(c.Client.Create(ctx, namespace)).To(Succeed())
+	if c.Local == nil {
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(c.Client.Delete(ctx, namespace))).To(Succeed())
+		})
+	}
+	return namespace.Name
+}
+
+// create creates objects, in order.
+func (c *Cluster) create(ctx context.Context, objects ...client.Object) {
+	GinkgoHelper()
+	for _, obj := range objects {
+		Expect(c.Client.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
+	}
+}
+
+// getHost reads a host from the API server.
+func (c *Cluster) getHost(ctx context.Context, g Gomega, namespace, name string) *bmov1alpha1.BareMetalHost {
+	host := &bmov1alpha1.BareMetalHost{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, host)).To(Succeed())
+	return host
+}
+
+// patchHost changes a host with a merge patch.
+func (c *Cluster) patchHost(ctx context.Context, namespace, name string, change func(*bmov1alpha1.BareMetalHost)) {
+	GinkgoHelper()
+	host := c.getHost(ctx, Default, namespace, name)
+	original := host.DeepCopy()
+	change(host)
+	Expect(c.Client.Patch(ctx, host, client.MergeFrom(original))).To(Succeed())
+}
+
+// growPool adds addresses to a pool's range.
+func (c *Cluster) growPool(ctx context.Context, namespace, name, end string) {
+	GinkgoHelper()
+	pool := &ipamv1.IPPool{}
+	Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pool)).To(Succeed())
+	original := pool.DeepCopy()
+	pool.Spec.Pools[0].End = ptr.To(ipamv1.IPAddressStr(end))
+	Expect(c.Client.Patch(ctx, pool, client.MergeFrom(original))).To(Succeed())
+}

@@ -1,0 +1,101 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+)
+
+// fieldOwner is the suite's server-side apply field manager.
+const fieldOwner = "capm3-preprov-e2e"
+
+// needsPods are the kinds of config/default that only make sense with pods
+// and cert-manager: nothing runs pods here, the manager runs as a process
+// and the suite issues the webhook's serving certificate itself.
+var needsPods = map[string]bool{"Deployment": true, "Service": true, "Certificate": true, "Issuer": true}
+
+// kustomizeBuild runs bin/kustomize on a folder of config/ and reads the
+// objects; the output is kept in the artifacts folder as <name>.yaml.
+func kustomizeBuild(folder, artifactFolder, name string) ([]*unstructured.Unstructured, error) {
+	root := envtest.RepoRoot()
+	out, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "config", folder)).Output()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build config/%s: %w", folder, err)
+	}
+	file := filepath.Join(artifactFolder, name+".yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		return nil, err
+	}
+	return envtest.ReadObjects(file)
+}
+
+// installDefaultConfig installs what users get from config/default: our CRD
+// (already there: applied anyway, it must apply cleanly), the Namespace,
+// ServiceAccount, RBAC and the webhook configurations, pointed at the local
+// manager's webhook server with the suite's CA.
+func installDefaultConfig(ctx context.Context, c client.Client, artifactFolder string, webhookPort int, caPEM []byte) error {
+	objects, err := kustomizeBuild("default", artifactFolder, "config-default")
+	if err != nil {
+		return err
+	}
+	var installed []*unstructured.Unstructured
+	for _, obj := range objects {
+		switch {
+		case needsPods[obj.GetKind()]:
+			continue
+		case obj.GetKind() == "ValidatingWebhookConfiguration" || obj.GetKind() == "MutatingWebhookConfiguration":
+			if err := pointWebhooksAt(obj, webhookPort, caPEM); err != nil {
+				return err
+			}
+		}
+		installed = append(installed, obj)
+	}
+	return applyObjects(ctx, c, installed)
+}
+
+// pointWebhooksAt replaces each webhook's Service by the URL of a webhook
+// server on 127.0.0.1 (same path) and sets the CA that signed its
+// certificate, which cert-manager would inject in a cluster.
+func pointWebhooksAt(obj *unstructured.Unstructured, port int, caPEM []byte) error {
+	webhooks, _, err := unstructured.NestedSlice(obj.Object, "webhooks")
+	if err != nil {
+		return err
+	}
+	for i, item := range webhooks {
+		webhook, ok := item.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s %s: webhook %d is not an object", obj.GetKind(), obj.GetName(), i)
+		}
+		path, found, err := unstructured.NestedString(webhook, "clientConfig", "service", "path")
+		if err != nil || !found {
+			return fmt.Errorf("%s %s: webhook %d has no clientConfig.service.path", obj.GetKind(), obj.GetName(), i)
+		}
+		webhook["clientConfig"] = map[string]any{
+			"url":      fmt.Sprintf("https://127.0.0.1:%d%s", port, path),
+			"caBundle": base64.StdEncoding.EncodeToString(caPEM),
+		}
+	}
+	return unstructured.SetNestedSlice(obj.Object, webhooks, "webhooks")
+}
+
+// applyObjects server-side applies objects, as kubectl apply --server-side
+// would.
+func applyObjects(ctx context.Context, c client.Client, objects []*unstructured.Unstructured) error {
+	for _, obj := range objects {
+		obj.SetResourceVersion("")
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// managerReadyTimeout bounds a start until /readyz answers.
+	managerReadyTimeout = time.Minute
+	// managerStopTimeout is the grace period of a stop, as a Pod's
+	// terminationGracePeriodSeconds (10 s in config/manager) plus slack.
+	managerStopTimeout = 30 * time.Second
+)
+
+// ManagerProcess is bin/manager running as its own process, as in a Pod:
+// it can be started, stopped (SIGTERM), killed (SIGKILL) and started again.
+// The first start of a suite run truncates its log file, later starts
+// append to it.
+type ManagerProcess struct {
+	Name    string
+	LogPath string
+
+	binary  string
+	args    []string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started bool
+}
+
+// Start starts the process with a fresh health probe port and waits until
+// /readyz answers.
+func (m *ManagerProcess) Start() error {
+	if m.Running() {
+		return fmt.Errorf("%s is already running (pid %d)", m.Name, m.PID())
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return err
+	}
+	probe := fmt.Sprintf("127.0.0.1:%d", probePort)
+	args := append(append([]string{}, m.args...), "--health-probe-bind-address="+probe)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !m.started {
+		flags |= os.O_TRUNC
+	}
+	logFile, err := os.OpenFile(m.LogPath, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	m.started = true
+	fmt.Fprintf(logFile, "==> %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.binary, strings.Join(args, " "))
+	cmd := exec.Command(m.binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The manager must never outlive the suite.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", m.binary, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		waitErr := cmd.Wait()
+		fmt.Fprintf(logFile, "==> %s: pid %d exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, waitErr)
+		logFile.Close()
+		close(exited)
+	}()
+	m.cmd, m.exited = cmd, exited
+	return m.waitReady("http://" + probe + "/readyz")
+}
+
+func (m *ManagerProcess) waitReady(url string) error {
+	httpClient := &http.Client{Timeout: time.Second}
+	deadline := time.After(managerReadyTimeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if response, err := httpClient.Get(url); err == nil {
+			response.Body.Close()
+			if response.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-m.exited:
+			return fmt.Errorf("%s exited before it was ready; see %s", m.Name, m.LogPath)
+		case <-deadline:
+			return fmt.Errorf("%s not ready after %s; see %s", m.Name, managerReadyTimeout, m.LogPath)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop sends SIGTERM, as a Pod's deletion does (the manager releases its
+// lease), and kills the process if it is still there after a grace period.
+func (m *ManagerProcess) Stop() error {
+	if !m.Running() {
+		return nil
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-m.exited:
+		return nil
+	case <-time.After(managerStopTimeout):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", m.Name, managerStopTimeout)
+	}
+}
+
+// Kill sends SIGKILL: the process gets no chance to finish a step or to
+// release its lease.
+func (m *ManagerProcess) Kill() error {
+	if !m.Running() {
+		return errors.New(m.Name + " is not running")
+	}
+	if err := m.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-m.exited
+	return nil
+}
+
+// Running reports whether the process was started and has not exited.
+func (m *ManagerProcess) Running() bool {
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// PID is the process id of the last start.
+func (m *ManagerProcess) PID() int {
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// freePort asks the kernel for a free local port.
+func freePort() (int, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port, nil
+}

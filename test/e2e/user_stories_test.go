@@ -1,0 +1,21 @@
+//go:build e2e
+
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+)
+
+var _ = Describe("User stories", func() {
+	input := func() SpecInput { return SpecInput{Cluster: cluster} }
+
+	Describe("Static network data", func() { StaticNetworkDataSpec(ctx, input) })
+	Describe("Network data from IPAM", func() { IPAMNetworkDataSpec(ctx, input) })
+	Describe("Conflicting templates", func() { ConflictingTemplatesSpec(ctx, input) })
+	Describe("A host paused by someone else", func() { PausedBySomeoneElseSpec(ctx, input) })
+	Describe("A template edited on day 2", func() { TemplateDay2Spec(ctx, input) })
+	Describe("A template deleted", func() { TemplateDeletionSpec(ctx, input) })
+	Describe("A host deleted", func() { HostDeletionSpec(ctx, input) })
+	Describe("The handoff to CAPM3", func() { CAPM3HandoffSpec(ctx, input) })
+	Describe("The admission webhooks", func() { WebhookSpec(ctx, input) })
+})
