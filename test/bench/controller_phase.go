@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+func (b *bench) controllerPhase(ctx context.Context) error {
+	f := fleet{namespace: controllerNamespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
+	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
+		return err
+	}
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	hostTracker, err := startTracker(trackCtx, b.cp.adminConfig, f.namespace, f.hosts)
+	if err != nil {
+		return err
+	}
+	progressf("run %d: registering %d hosts (%s) in %s", b.result.run, f.hosts, b.cfg.scenario, f.namespace)
+	start := time.Now()
+	_, started, err := f.createHosts(ctx, b.cp.admin)
+	if err != nil {
+		return err
+	}
+	b.result.controller.creating = time.Since(start)
+
+	progressf("run %d: starting %s", b.result.run, b.cfg.manager)
+	managerStart := time.Now()
+	manager, err := startManager(b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits)
+	if err != nil {
+		return err
+	}
+	defer manager.stop()
+	samplingCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	go manager.sampleRuntime(samplingCtx, time.Second)
+	pids := b.cp.pids()
+	pids["manager"], pids["harness"] = manager.cmd.Process.Pid, os.Getpid()
+	cpu := startCPUMeter(pids)
+
+	lastDone, err := waitForHosts(ctx, "controller", hostTracker, manager.running)
+	if err != nil {
+		return err
+	}
+	b.result.controller.cpu = cpu.used()
+	b.result.controller.processing = lastDone.Sub(managerStart)
+	b.result.controller.wall = lastDone.Sub(start)
+	b.result.controller.latencies = latencies(started, hostTracker.doneAt())
+
+	steadyFrom := lastDone.Add(settle)
+	steadyTo := steadyFrom.Add(b.cfg.steady)
+	progressf("run %d: every host is done; steady state until %s", b.result.run, steadyTo.Format(time.TimeOnly))
+	if err := sleepUntil(ctx, steadyTo); err != nil {
+		return err
+	}
+	quietAt, err := b.waitForQuiet(ctx, manager)
+	if err != nil {
+		return err
+	}
+	if err := b.recordManager(ctx, manager); err != nil {
+		return err
+	}
+	manager.stop()
+	return b.recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt)
+}
+
+// waitForQuiet returns when the manager's client has sent no write for
+// cfg.quiet, judged from its request counter: the requests per host then
+// count everything the fleet caused, late events included.
+func (b *bench) waitForQuiet(ctx context.Context, manager *managerProcess) (time.Time, error) {
+	lastCount, lastChange, lastSaid := -1.0, time.Now(), time.Now()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		if err := manager.running(); err != nil {
+			return time.Time{}, err
+		}
+		sample, err := manager.scrape(ctx)
+		if err != nil {
+			return time.Time{}, errors.Join(ctx.Err(), err)
+		}
+		if count := writeRequests(sample); count != lastCount {
+			lastCount, lastChange = count, time.Now()
+		}
+		if time.Since(lastChange) >= b.cfg.quiet {
+			return lastChange, nil
+		}
+		if time.Since(lastSaid) >= 30*time.Second {
+			progressf("run %d: the manager still writes (%.0f writes so far); waiting until it is quiet for %s",
+				b.result.run, lastCount, b.cfg.quiet)
+			lastSaid = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("waiting for the manager to stop writing: %w", ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// writeRequests counts the requests of the manager's client that write.
+func writeRequests(m metrics) float64 {
+	total := 0.0
+	for key, n := range m.sumBy("rest_client_requests_total", "method") {
+		switch key {
+		case "POST", "PUT", "PATCH", "DELETE":
+			total += n
+		}
+	}
+	return total
+}
+
+// recordManager reads the manager's memory and metrics while it still runs.
+func (b *bench) recordManager(ctx context.Context, manager *managerProcess) error {
+	peakRSS, endRSS, err := manager.memory()
+	if err != nil {
+		return err
+	}
+	final, err := manager.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	peak := manager.runtimePeak()
+	b.result.memory = managerMemory{
+		peakRSS: peakRSS, endRSS: endRSS,
+		peakHeapAlloc: peak.heapAlloc, peakHeapInuse: peak.heapInuse, peakGoroutines: peak.goroutines,
+		endHeapAlloc: final.sum("go_memstats_heap_alloc_bytes"), endHeapInuse: final.sum("go_memstats_heap_inuse_bytes"),
+	}
+	b.result.manager = managerStats{
+		cpuSeconds:       final.sum("process_cpu_seconds_total"),
+		reconciles:       final.sumBy("controller_runtime_reconcile_total", "controller"),
+		reconcileErrors:  final.sumBy("controller_runtime_reconcile_errors_total", "controller"),
+		reconcileSeconds: final.sumBy("controller_runtime_reconcile_time_seconds_sum", "controller"),
+		requests:         final.sumBy("rest_client_requests_total", "method", "code"),
+	}
+	return nil
+}
+
+func (b *bench) recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt time.Time) error {
+	events, err := readAudit(b.cp.auditLog)
+	if err != nil {
+		return err
+	}
+	b.result.managerCalls = auditWindow{user: managerUser, namespace: controllerNamespace, from: managerStart, to: quietAt.Add(time.Second)}.count(events)
+	b.result.steadyCalls = auditWindow{user: managerUser, from: steadyFrom, to: steadyTo}.count(events)
+	for _, event := range events {
+		if event.User.Username == managerUser && (apiCall{Verb: event.Verb}).write() {
+			b.result.lastWrite = max(b.result.lastWrite, event.RequestReceived.Sub(lastDone))
+		}
+	}
+	return nil
+}

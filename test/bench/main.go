@@ -1,0 +1,123 @@
+// Command bench measures capm3-preprov at fleet scale: on a fresh local
+// control plane it registers N paused hosts, runs bin/manager as its own
+// process, and measures how long until every host is unpaused with its
+// Secret, the manager's API requests (from the audit log), its writes in
+// steady state and its memory; then, with the manager stopped, it does the
+// same object writes with a tight client loop (the floor) to compare.
+//
+//	go run ./test/bench -hosts 1000 -runs 3 -scenario plain -out docs/performance.md
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	scenarioPlain    = "plain"
+	scenarioHardware = "hardware"
+)
+
+type config struct {
+	hosts    int
+	runs     int
+	scenario string
+	manager  string
+	out      string
+	steady   time.Duration
+	quiet    time.Duration
+	timeout  time.Duration
+	limits   clientLimits
+}
+
+// clientLimits are the manager's client rate limits and workers; the floor
+// uses the same.
+type clientLimits struct {
+	qps         float64
+	burst       int
+	concurrency int
+}
+
+func main() {
+	cfg := config{}
+	flag.IntVar(&cfg.hosts, "hosts", 1000, "How many hosts to register.")
+	flag.IntVar(&cfg.runs, "runs", 1, "How many runs, each on a fresh control plane.")
+	flag.StringVar(&cfg.scenario, "scenario", scenarioPlain,
+		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware.")
+	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
+	flag.StringVar(&cfg.out, "out", "", "Write the results into this Markdown file (e.g. docs/performance.md).")
+	flag.DurationVar(&cfg.steady, "steady", time.Minute, "How long to count the manager's writes once every host is done.")
+	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second,
+		"After the steady window, the manager runs until it has written nothing for this long; the requests per host count until then.")
+	flag.DurationVar(&cfg.timeout, "timeout", 45*time.Minute, "The limit of one run.")
+	flag.Float64Var(&cfg.limits.qps, "qps", 20, "The manager's --kube-api-qps, and the floor's.")
+	flag.IntVar(&cfg.limits.burst, "burst", 30, "The manager's --kube-api-burst, and the floor's.")
+	flag.IntVar(&cfg.limits.concurrency, "concurrency", 10, "The manager's --host-concurrency, and the floor's workers.")
+	flag.Parse()
+	if err := validate(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func validate(cfg config) error {
+	switch {
+	case cfg.hosts < 1 || cfg.hosts > 60000:
+		return fmt.Errorf("-hosts must be between 1 and 60000 (the pools are /16), not %d", cfg.hosts)
+	case cfg.runs < 1:
+		return fmt.Errorf("-runs must be at least 1")
+	case cfg.scenario != scenarioPlain && cfg.scenario != scenarioHardware:
+		return fmt.Errorf("-scenario must be %s or %s, not %q", scenarioPlain, scenarioHardware, cfg.scenario)
+	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
+		return fmt.Errorf("-qps, -burst and -concurrency must be positive")
+	}
+	if _, err := os.Stat(cfg.manager); err != nil {
+		return fmt.Errorf("no manager binary (go build -o bin/manager .): %w", err)
+	}
+	return nil
+}
+
+// run does every run and reports them. Ctrl-C stops the current run and
+// cleans up; a second Ctrl-C kills the harness (the manager dies with it).
+func run(cfg config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	r := report{
+		cfg:     cfg,
+		command: "go run ./test/bench " + strings.Join(os.Args[1:], " "),
+		date:    time.Now(),
+		machine: readMachine(cfg.manager),
+	}
+	for i := 1; i <= cfg.runs; i++ {
+		result, version, err := runOnce(ctx, cfg, i)
+		if err != nil {
+			return err
+		}
+		r.machine.kubeAPIVersion = version
+		r.runs = append(r.runs, result)
+		progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
+	}
+	for _, s := range r.sections() {
+		s.text(os.Stdout)
+	}
+	if cfg.out == "" {
+		return nil
+	}
+	return writeMarkdown(cfg.out, r)
+}

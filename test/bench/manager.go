@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// managerProcess is bin/manager running as its own process, as in a
+// cluster, with its own identity, client limits and metrics endpoint.
+type managerProcess struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error
+	metrics string
+	logPath string
+
+	mu   sync.Mutex
+	peak runtimePeak
+}
+
+// runtimePeak is the largest heap, and the most goroutines, the metrics
+// endpoint reported.
+type runtimePeak struct {
+	heapAlloc, heapInuse, goroutines float64
+}
+
+func startManager(binary, dir string, kubeConfig []byte, limits clientLimits) (*managerProcess, error) {
+	kubeConfigPath := filepath.Join(dir, "manager.kubeconfig")
+	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
+		return nil, err
+	}
+	metricsAddress, err := freeLocalAddress()
+	if err != nil {
+		return nil, err
+	}
+	m := &managerProcess{
+		metrics: "http://" + metricsAddress + "/metrics",
+		logPath: filepath.Join(dir, "manager.log"),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(m.logPath)
+	if err != nil {
+		return nil, err
+	}
+	m.cmd = exec.Command(binary,
+		"--kubeconfig", kubeConfigPath,
+		"--webhook-port=0",
+		"--metrics-bind-address="+metricsAddress,
+		"--health-probe-bind-address=0",
+		"--kube-api-qps="+strconv.FormatFloat(limits.qps, 'f', -1, 64),
+		"--kube-api-burst="+strconv.Itoa(limits.burst),
+		"--host-concurrency="+strconv.Itoa(limits.concurrency),
+	)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	// The manager must never outlive the harness, even when it is killed.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	go func() {
+		m.err = m.cmd.Wait()
+		logFile.Close()
+		close(m.exited)
+	}()
+	return m, nil
+}
+
+// sampleRuntime records the peaks every interval until ctx ends. The
+// manager may not serve metrics yet at first; those samples are skipped.
+func (m *managerProcess) sampleRuntime(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if sample, err := m.scrape(ctx); err == nil {
+			m.mu.Lock()
+			m.peak.heapAlloc = max(m.peak.heapAlloc, sample.sum("go_memstats_heap_alloc_bytes"))
+			m.peak.heapInuse = max(m.peak.heapInuse, sample.sum("go_memstats_heap_inuse_bytes"))
+			m.peak.goroutines = max(m.peak.goroutines, sample.sum("go_goroutines"))
+			m.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (m *managerProcess) runtimePeak() runtimePeak {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peak
+}
+
+func (m *managerProcess) scrape(ctx context.Context) (metrics, error) {
+	return scrapeMetrics(ctx, m.metrics)
+}
+
+// memory is the manager's peak and current resident set, from the kernel.
+func (m *managerProcess) memory() (peak, current float64, err error) {
+	status, err := procStatus(m.cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return status["VmHWM"], status["VmRSS"], nil
+}
+
+// running reports an early exit of the manager as an error.
+func (m *managerProcess) running() error {
+	select {
+	case <-m.exited:
+		return fmt.Errorf("the manager exited early (%v); its log: %s", m.err, m.logPath)
+	default:
+		return nil
+	}
+}
+
+// stop interrupts the manager, as a Pod's termination would, and kills it
+// if it has not stopped after a grace period.
+func (m *managerProcess) stop() {
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-m.exited:
+	case <-time.After(15 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+func freeLocalAddress() (string, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer listener.Close()
+	return listener.Addr().String(), nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// metrics is one scrape of a Prometheus text endpoint: sample values by
+// metric name, each with its labels.
+type metrics map[string][]sample
+
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+func scrapeMetrics(ctx context.Context, url string) (metrics, error) {
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		return nil, err
+	}
+	defer response.Body.Close()
+	if response.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, response.Status)
+	}
+	body, err := io.ReadAll(response.Body)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(string(body)), nil
+}
+
+// parseMetrics reads the text exposition format; label values holding
+// commas or braces are not expected from the metrics we read.
+func parseMetrics(text string) metrics {
+	parsed := metrics{}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, valueText, ok := cutLast(line, " ")
+		if !ok {
+			continue
+		}
+		value, err := strconv.ParseFloat(valueText, 64)
+		if err != nil {
+			continue
+		}
+		name, labelText, hasLabels := strings.Cut(series, "{")
+		labels := map[string]string{}
+		if hasLabels {
+			for pair := range strings.SplitSeq(strings.TrimSuffix(labelText, "}"), ",") {
+				if key, quoted, ok := strings.Cut(pair, "="); ok {
+					labels[key] = strings.Trim(quoted, `"`)
+				}
+			}
+		}
+		parsed[name] = append(parsed[name], sample{labels: labels, value: value})
+	}
+	return parsed
+}
+
+func cutLast(s, sep string) (string, string, bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// sum adds up every sample of a metric.
+func (m metrics) sum(name string) float64 {
+	total := 0.0
+	for _, s := range m[name] {
+		total += s.value
+	}
+	return total
+}
+
+// sumBy adds up a metric's samples by the values of some labels, joined by " ".
+func (m metrics) sumBy(name string, labels ...string) map[string]float64 {
+	totals := map[string]float64{}
+	for _, s := range m[name] {
+		values := make([]string, 0, len(labels))
+		for _, label := range labels {
+			values = append(values, s.labels[label])
+		}
+		totals[strings.Join(values, " ")] += s.value
+	}
+	return totals
+}

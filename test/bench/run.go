@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Namespaces of a run: the controller's fleet and the floor's, the same
+// objects in both.
+const (
+	controllerNamespace = "bench-controller"
+	floorNamespace      = "bench-floor"
+)
+
+// settle is how long after the last host is done the steady window starts:
+// events are sent asynchronously, the last hosts' may still be in flight.
+const settle = 5 * time.Second
+
+// bench is one run: a fresh control plane, the controller's phase, then the
+// floor's.
+type bench struct {
+	cfg    config
+	cp     *controlPlane
+	dir    string
+	result runResult
+}
+
+func runOnce(ctx context.Context, cfg config, run int) (runResult, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "capm3-preprov-bench-")
+	if err != nil {
+		return runResult{}, "", err
+	}
+	b := &bench{cfg: cfg, dir: dir, result: runResult{run: run, loadAverage: loadAverage()}}
+	err = b.run(ctx)
+	if err != nil {
+		return runResult{}, "", fmt.Errorf("run %d (files kept in %s): %w", run, dir, err)
+	}
+	return b.result, b.cp.version, os.RemoveAll(dir)
+}
+
+func (b *bench) run(ctx context.Context) (err error) {
+	progressf("run %d: starting a control plane", b.result.run)
+	if b.cp, err = startControlPlane(b.dir, b.cfg.limits); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.cp.stop()) }()
+	stopStandIn, err := startStandIn(ctx, b.cp.adminConfig)
+	if err != nil {
+		return err
+	}
+	defer stopStandIn()
+
+	if err := b.controllerPhase(ctx); err != nil {
+		return err
+	}
+	if err := b.floorPhase(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// waitForHosts waits until the tracker has seen every host done, saying how
+// far it got every 10 s, and stops early when alive reports a failure.
+func waitForHosts(ctx context.Context, phase string, hosts *tracker, alive func() error) (time.Time, error) {
+	start := time.Now()
+	ticker := time.NewTicker(10 * time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-hosts.allDone:
+			return hosts.wait(ctx)
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%s: %d of %d hosts done when the run was stopped: %w",
+				phase, hosts.progress(), hosts.expected, ctx.Err())
+		case <-ticker.C:
+			if err := alive(); err != nil {
+				return time.Time{}, err
+			}
+			progressf("%s: %d/%d hosts done after %s", phase, hosts.progress(), hosts.expected, time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+func latencies(started []time.Time, done map[string]time.Time) []time.Duration {
+	durations := make([]time.Duration, 0, len(started))
+	for i, at := range started {
+		durations = append(durations, done[hostName(i)].Sub(at))
+	}
+	return durations
+}
+
+func sleepUntil(ctx context.Context, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return "?"
+	}
+	return strings.Join(fields[:3], " ")
+}
+
+func progressf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format(time.TimeOnly)+" "+format+"\n", args...)
+}

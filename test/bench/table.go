@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// section is a titled part of the report: some words, a table, or both. The
+// same sections are printed as text and written as Markdown.
+type section struct {
+	title string
+	notes []string
+	table table
+}
+
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (s section) text(w io.Writer) {
+	fmt.Fprintf(w, "\n== %s\n", s.title)
+	for _, note := range s.notes {
+		fmt.Fprintln(w, note)
+	}
+	if len(s.table.header) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, row := range append([][]string{s.table.header}, s.table.rows...) {
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	_ = tw.Flush()
+}
+
+func (s section) markdown(w io.Writer) {
+	fmt.Fprintf(w, "\n#### %s\n\n", s.title)
+	for _, note := range s.notes {
+		fmt.Fprintln(w, note)
+	}
+	if len(s.notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(s.table.header) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "| %s |\n", strings.Join(s.table.header, " | "))
+	align := make([]string, len(s.table.header))
+	for i := range align {
+		align[i] = "---:"
+	}
+	align[0] = "---"
+	fmt.Fprintf(w, "| %s |\n", strings.Join(align, " | "))
+	for _, row := range s.table.rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+}
