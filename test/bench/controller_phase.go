@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// controllerPhase registers the fleet, runs the manager until every host is
+// done, through the steady window and until it is quiet, and records what it
+// did.
 func (b *bench) controllerPhase(ctx context.Context) error {
 	f := fleet{namespace: controllerNamespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
 	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
@@ -139,6 +142,7 @@ func (b *bench) recordManager(ctx context.Context, manager *managerProcess) erro
 	return nil
 }
 
+// recordManagerCalls counts the manager's requests from the audit log.
 func (b *bench) recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt time.Time) error {
 	events, err := readAudit(b.cp.auditLog)
 	if err != nil {

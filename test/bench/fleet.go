@@ -40,7 +40,7 @@ func hostName(i int) string { return fmt.Sprintf("host-%05d", i) }
 
 func rackOf(i int) string { return fmt.Sprintf("r%d", i%racks) }
 
-// bootMAC is unique per host and namespace index.
+// bootMAC is host i's boot MAC, unique within a namespace.
 func bootMAC(i int) string {
 	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", (i>>16)&0xff, (i>>8)&0xff, i&0xff)
 }
@@ -54,7 +54,7 @@ func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 		pool(f.namespace, storagePool, "10.20"),
 	}
 	for r := range racks {
-		rack := fmt.Sprintf("r%d", r)
+		rack := rackOf(r)
 		dataTemplate := fixtures.DataTemplate(f.namespace, "rack-"+rack, networkData(r))
 		machineTemplate := fixtures.MachineTemplate(f.namespace, "rack-"+rack, dataTemplate.Name,
 			map[string]string{"rack": rack, "role": "worker"})
@@ -121,10 +121,11 @@ func (f fleet) host(i int) *bmov1alpha1.BareMetalHost {
 // host as the API server returned it (uid and resourceVersion) with the time
 // its creation started. In the hardware scenario it also writes status.hardware.
 func (f fleet) createHosts(ctx context.Context, c client.Client) ([]*bmov1alpha1.BareMetalHost, []time.Time, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	hosts := make([]*bmov1alpha1.BareMetalHost, f.hosts)
 	started := make([]time.Time, f.hosts)
 	indexes := make(chan int)
-	errs := make(chan error, creators)
 	var wg sync.WaitGroup
 	for range creators {
 		wg.Go(func() {
@@ -132,29 +133,22 @@ func (f fleet) createHosts(ctx context.Context, c client.Client) ([]*bmov1alpha1
 				started[i] = time.Now()
 				host, err := f.createHost(ctx, c, i)
 				if err != nil {
-					errs <- err
+					cancel(err)
 					return
 				}
 				hosts[i] = host
 			}
 		})
 	}
-	go func() {
-		defer close(indexes)
-		for i := range f.hosts {
-			select {
-			case indexes <- i:
-			case <-ctx.Done():
-				return
-			}
+	for i := range f.hosts {
+		select {
+		case indexes <- i:
+		case <-ctx.Done():
 		}
-	}()
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, nil, err
 	}
-	return hosts, started, ctx.Err()
+	close(indexes)
+	wg.Wait()
+	return hosts, started, context.Cause(ctx)
 }
 
 func (f fleet) createHost(ctx context.Context, c client.Client, i int) (*bmov1alpha1.BareMetalHost, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// floorPhase registers the same fleet in its own namespace and does its
+// object writes with the floor, the manager stopped.
 func (b *bench) floorPhase(ctx context.Context) error {
 	f := fleet{namespace: floorNamespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
 	if err := f.createTemplates(ctx, b.cp.admin); err != nil {

@@ -16,11 +16,12 @@ import (
 // managerProcess is bin/manager running as its own process, as in a
 // cluster, with its own identity, client limits and metrics endpoint.
 type managerProcess struct {
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	err     error
-	metrics string
-	logPath string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	err      error
+	metrics  string
+	logPath  string
+	stopOnce sync.Once
 
 	mu   sync.Mutex
 	peak runtimePeak
@@ -125,15 +126,17 @@ func (m *managerProcess) running() error {
 }
 
 // stop interrupts the manager, as a Pod's termination would, and kills it
-// if it has not stopped after a grace period.
+// if it has not stopped after a grace period. Calling it again does nothing.
 func (m *managerProcess) stop() {
-	_ = m.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-m.exited:
-	case <-time.After(15 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
-	}
+	m.stopOnce.Do(func() {
+		_ = m.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-m.exited:
+		case <-time.After(15 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-m.exited
+		}
+	})
 }
 
 func freeLocalAddress() (string, error) {

@@ -79,15 +79,15 @@ func sumCalls(calls map[apiCall]int, keep func(apiCall) bool) int {
 }
 
 func (r report) goals() section {
-	s := section{title: "Goals (median over the runs)", table: table{header: []string{"goal", "measured", "met"}}}
+	s := section{title: "Goals", table: table{header: []string{"goal", "measured", "met"}}}
 	ratio := r.column(wallRatio).median
-	s.table.add(fmt.Sprintf("controller wall time within %.1fx of the floor", goalRatio), fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
+	s.table.add(fmt.Sprintf("controller wall time within %.1fx of the floor (median run)", goalRatio), fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
 	steady := r.column(func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) }).max
 	steadyEvents := r.column(func(run runResult) float64 { return float64(eventWrites(run.steadyCalls)) }).max
 	s.table.add(fmt.Sprintf("zero writes in %s of steady state (worst run)", r.cfg.steady),
 		fmt.Sprintf("%.0f, of which %.0f events", steady, steadyEvents), yesNo(steady == 0))
 	rss := r.column(func(run runResult) float64 { return run.memory.peakRSS }).median / mib
-	rssGoal := fmt.Sprintf("manager peak RSS under %d MiB at %d hosts", goalRSSMiB, goalRSSAtHosts)
+	rssGoal := fmt.Sprintf("manager peak RSS under %d MiB at %d hosts (median run)", goalRSSMiB, goalRSSAtHosts)
 	if r.cfg.hosts == goalRSSAtHosts {
 		s.table.add(rssGoal, fmt.Sprintf("%.0f MiB", rss), yesNo(rss < goalRSSMiB))
 	} else {
@@ -133,7 +133,7 @@ func (r report) summary() section {
 	row("floor per host p50 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 50)) })
 	row("floor per host p99 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 99)) })
 	row("manager object writes per host", "%.2f", func(run runResult) float64 { return r.perHost(objectWrites(run.managerCalls)) })
-	row("  of which refused (409 and such)", "%.2f", func(run runResult) float64 { return r.perHost(refusedWrites(run.managerCalls)) })
+	row("manager writes refused (409 and such), objects and events, per host", "%.2f", func(run runResult) float64 { return r.perHost(refusedWrites(run.managerCalls)) })
 	row("manager event writes per host", "%.2f", func(run runResult) float64 { return r.perHost(eventWrites(run.managerCalls)) })
 	row("manager writes in the steady window", "%.0f", func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) })
 	row("manager's last write, after the last host was done (s)", "%.1f", func(run runResult) float64 { return seconds(run.lastWrite) })

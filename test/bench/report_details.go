@@ -119,7 +119,7 @@ func (r report) cpu() section {
 
 func (r report) howToRepeat() section {
 	return section{title: "How to repeat", notes: []string{
-		"`go build -o bin/manager . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
+		"`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
 			"kube-apiserver and etcd (`make kube-binaries`).",
 		"",
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s and etcd from `bin/k8s`, every CRD installed), "+
