@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -40,11 +42,12 @@ const (
 const (
 	ReasonTemplateConflict = "PreprovisioningTemplateConflict"
 	ReasonTemplateInvalid  = "PreprovisioningTemplateInvalid"
-	ReasonIPClaimCreated   = "PreprovisioningIPClaimCreated"
 	ReasonIPClaimFailed    = "PreprovisioningIPClaimFailed"
 	ReasonRenderFailed     = "PreprovisioningRenderFailed"
-	ReasonSecretCreated    = "PreprovisioningSecretCreated"
 	ReasonSecretUpdated    = "PreprovisioningSecretUpdated"
+	// ReasonNetworkDataSet is the one Normal event of a host's set-up: it
+	// names every step (claims, addresses, Secret, patch), so a fleet's
+	// events cost one write per host.
 	ReasonNetworkDataSet   = "PreprovisioningNetworkDataSet"
 	ReasonNetworkDataDrift = "PreprovisioningNetworkDataDrift"
 	ReasonOrphaned         = "PreprovisioningTemplateGone"
@@ -62,6 +65,9 @@ type Outcome struct {
 	Reason string
 	// Message says why the host is not Ready, in words for a user.
 	Message string
+	// RequeueAfter, when set, is when to look at the host again if no
+	// event brings it back first.
+	RequeueAfter time.Duration
 }
 
 // HostManager runs the per-host steps.
@@ -73,6 +79,11 @@ type HostManager struct {
 	// spec.preAllocations as a backstop.
 	Preallocations *ipam.Preallocations
 	Recorder       events.EventRecorder
+
+	// createdSecrets and patchedHosts are our writes the cache may not
+	// show yet, by host.
+	createdSecrets expectations.Writes
+	patchedHosts   expectations.Writes
 }
 
 // Reconcile takes one host as far as it can go now. It returns an error only
@@ -143,12 +154,12 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
 
-	addresses, outcome, err := m.addresses(ctx, host, template.Ref, pools)
+	claims, outcome, err := m.addresses(ctx, host, template.Ref, pools)
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
 
-	rendered, err := networkdata.Render(networkData, facts, addresses)
+	rendered, err := networkdata.Render(networkData, facts, addressesByPool(claims))
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
@@ -166,20 +177,30 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		m.event(host, corev1.EventTypeNormal, ReasonNetworkDataDrift, message)
 		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message}, nil
 	}
+	if secret != nil {
+		m.createdSecrets.Forget(client.ObjectKeyFromObject(host))
+	} else {
+		if left, behind := m.createdSecrets.Behind(client.ObjectKeyFromObject(host), ""); behind {
+			// Its own event brings the host back.
+			return Outcome{Phase: PhaseWaiting, Template: template.Ref, RequeueAfter: left,
+				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
+		}
+	}
 	if err := m.writeSecret(ctx, host, secret, rendered, template.Ref); err != nil {
 		return Outcome{}, err
 	}
-	if err := m.pointHostAtSecret(ctx, host, template.Ref); err != nil {
+	if err := m.pointHostAtSecret(ctx, host, template.Ref, claims); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Phase: PhaseReady, Template: template.Ref}, nil
 }
 
-// addresses returns every pool's address, or the outcome that stops the
-// host here (waiting for IPAM, or a claim that needs a fix).
+// addresses returns the host's claims, each with its address, or the
+// outcome that stops the host here (waiting for IPAM, or a claim that needs
+// a fix).
 func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
 	pools []string,
-) (map[string]networkdata.Address, *Outcome, error) {
+) ([]ipam.PoolState, *Outcome, error) {
 	if len(pools) == 0 {
 		return nil, nil, nil
 	}
@@ -187,20 +208,17 @@ func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetal
 	if err != nil {
 		return nil, nil, err
 	}
-	addresses := make(map[string]networkdata.Address, len(states))
 	var waiting, failed []string
+	var retryAfter time.Duration
 	for _, state := range states {
-		if state.Created {
-			m.event(host, corev1.EventTypeNormal, ReasonIPClaimCreated,
-				fmt.Sprintf("created IPClaim %q on IPPool %q", state.Claim, state.Pool))
-		}
 		switch {
 		case state.Failed != "":
 			failed = append(failed, state.Failed)
-		case state.Address != nil:
-			addresses[state.Pool] = *state.Address
-		default:
+		case state.Address == nil:
 			waiting = append(waiting, state.Waiting)
+			if state.RetryAfter > 0 && (retryAfter == 0 || state.RetryAfter < retryAfter) {
+				retryAfter = state.RetryAfter
+			}
 		}
 	}
 	if len(failed) > 0 {
@@ -209,14 +227,22 @@ func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetal
 	}
 	if len(waiting) > 0 {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for IP addresses", "reasons", waiting)
-		return nil, &Outcome{Phase: PhaseWaiting, Template: ref, Message: strings.Join(waiting, "; ")}, nil
+		return nil, &Outcome{Phase: PhaseWaiting, Template: ref, Message: strings.Join(waiting, "; "), RequeueAfter: retryAfter}, nil
 	}
 	if m.Preallocations != nil {
 		if err := m.Preallocations.Ensure(ctx, host, states); err != nil {
 			return nil, nil, err
 		}
 	}
-	return addresses, nil, nil
+	return states, nil, nil
+}
+
+func addressesByPool(claims []ipam.PoolState) map[string]networkdata.Address {
+	addresses := make(map[string]networkdata.Address, len(claims))
+	for _, claim := range claims {
+		addresses[claim.Pool] = *claim.Address
+	}
+	return addresses
 }
 
 // orphaned reports a host we set up that no template selects any more. It

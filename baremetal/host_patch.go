@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -67,8 +68,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 		if err := m.Client.Create(ctx, secret); err != nil {
 			return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 		}
-		m.event(host, corev1.EventTypeNormal, ReasonSecretCreated,
-			fmt.Sprintf("rendered network data from %s into Secret %q", ref, secret.Name))
+		m.createdSecrets.Wrote(client.ObjectKeyFromObject(host), "")
 		return nil
 	}
 
@@ -98,7 +98,9 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 // ours and records its template. Only the fields we own are sent, and with
 // an optimistic lock, so a pause somebody else set in the meantime is never
 // removed.
-func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef) error {
+func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+	claims []ipam.PoolState,
+) error {
 	secretName := NetworkDataSecretName(host.Name)
 	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
 	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs && !rerenderRequested(host) &&
@@ -108,6 +110,7 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	}
 
 	original := host.DeepCopy()
+	key := client.ObjectKeyFromObject(host)
 	host.Spec.PreprovisioningNetworkDataName = secretName
 	if host.Labels == nil {
 		host.Labels = map[string]string{}
@@ -126,11 +129,8 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	if err := m.Client.Patch(ctx, host, patch); err != nil {
 		return fmt.Errorf("pointing BareMetalHost %s/%s at Secret %q: %w", host.Namespace, host.Name, secretName, err)
 	}
-	message := fmt.Sprintf("set spec.preprovisioningNetworkDataName to %q (from %s)", secretName, ref)
-	if pausedForUs {
-		message += " and removed the pause " + preprovv1.PausedForPreprovisioning
-	}
-	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, message)
+	m.patchedHosts.Wrote(key, original.ResourceVersion)
+	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, setUpMessage(ref, claims, secretName, pausedForUs))
 	if pausedForUs {
 		metrics.SecondsToUnpause.Observe(time.Since(host.CreationTimestamp.Time).Seconds())
 	}
@@ -145,4 +145,27 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// PatchPending reports whether the host, as the cache shows it, is still
+// the version our last patch replaced, and for how much longer to wait for
+// the newer one. Working from it would redo the host's steps and send the
+// patch again, only to lose its optimistic lock; the patch's own update
+// event brings the host back.
+func (m *HostManager) PatchPending(host *bmov1alpha1.BareMetalHost) (time.Duration, bool) {
+	return m.patchedHosts.Behind(client.ObjectKeyFromObject(host), host.ResourceVersion)
+}
+
+// setUpMessage is the note of a host's one set-up event: what each step did.
+func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, unpaused bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set up from %s:", ref)
+	for _, claim := range claims {
+		fmt.Fprintf(&b, " IPClaim %q has %s from IPPool %q;", claim.Claim, claim.Address.IP, claim.Pool)
+	}
+	fmt.Fprintf(&b, " network data in Secret %q; set spec.preprovisioningNetworkDataName", secretName)
+	if unpaused {
+		b.WriteString(" and removed the pause " + preprovv1.PausedForPreprovisioning)
+	}
+	return b.String()
 }

@@ -62,6 +62,9 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		return ctrl.Result{}, r.Sweeper.Sweep(ctx, req.Namespace)
 	}
+	if left, pending := r.Manager.PatchPending(host); pending {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
 	outcome, err := r.Manager.Reconcile(ctx, host)
 	if err != nil {
 		return requeueOnConflict(ctx, err)
@@ -75,7 +78,7 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		r.notifyTemplates(ctx, req.Namespace, previous, outcome)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil
 }
 
 // notifyTemplates wakes the status of our templates an outcome concerns.
@@ -104,17 +107,27 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Named("baremetalhost").
 		WithOptions(options).
 		For(&bmov1alpha1.BareMetalHost{}).
-		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate)).
+		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate),
+			builder.WithPredicates(notInInitialList)).
 		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forPreprovisioningTemplate),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(hosts.forPool),
-			builder.WithPredicates(poolAddressesChanged())).
+			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&corev1.Secret{}, toOwningHost).
 		Complete(r)
+}
+
+// notInInitialList drops the creations a watch reports for the objects it
+// finds when it starts. The host watch's own initial list already queues
+// every host, and the workers start only once every watch has synced, so
+// mapping each template and pool of the initial list to its hosts would list
+// every host again for nothing.
+var notInInitialList = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 }
 
 // poolAddressesChanged passes pool creations, deletions and changes of the

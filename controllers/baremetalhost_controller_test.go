@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -62,9 +63,9 @@ func TestStaticNetworkDataUnpausesHost(t *testing.T) {
 	require.NoError(t, k8sClient.List(context.Background(), claims, client.InNamespace(ns)))
 	assert.Empty(t, claims.Items, "static network data needs no IPAM")
 
-	waitForEvent(t, ns, "node-0", baremetal.ReasonSecretCreated)
 	note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataSet)
-	assert.Contains(t, note, "removed the pause metal3.io/preprovisioning")
+	assert.Equal(t, `set up from Metal3MachineTemplate/workers: network data in Secret "node-0-preprov-networkdata"; `+
+		`set spec.preprovisioningNetworkDataName and removed the pause metal3.io/preprovisioning`, note)
 }
 
 func TestIPAMNetworkDataForSeveralHosts(t *testing.T) {
@@ -97,7 +98,9 @@ func TestIPAMNetworkDataForSeveralHosts(t *testing.T) {
 		address := &ipamv1.IPAddress{}
 		require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim.Status.Address.Name}, address))
 		assert.Equal(t, ip, string(address.Spec.Address))
-		waitForEvent(t, ns, name, baremetal.ReasonIPClaimCreated)
+		note := waitForEvent(t, ns, name, baremetal.ReasonNetworkDataSet)
+		assert.Contains(t, note, fmt.Sprintf(`IPClaim "%s-provisioning" has %s from IPPool "provisioning";`, name, ip))
+		assertOneSetUpEvent(t, ns, name)
 	}
 	assert.ElementsMatch(t, []string{"192.0.2.10", "192.0.2.11"}, keys(seen))
 }

@@ -88,6 +88,16 @@ func waitForEvent(t *testing.T, namespace, hostName, reason string) string {
 	return note
 }
 
+// assertOneSetUpEvent checks that setting a host up cost one event: a fleet's
+// events are written at the client's rate limit, after the hosts.
+func assertOneSetUpEvent(t *testing.T, namespace, hostName string) {
+	t.Helper()
+	events := hostEvents(t, namespace, hostName)
+	require.Len(t, events, 1, "events on host %s", hostName)
+	assert.Equal(t, corev1.EventTypeNormal, events[0].Type)
+	assert.Nil(t, events[0].Series, "a second event with the same reason would have made a series")
+}
+
 func hostEvents(t require.TestingT, namespace, hostName string) []eventsv1.Event {
 	list := &eventsv1.EventList{}
 	require.NoError(t, k8sClient.List(context.Background(), list, client.InNamespace(namespace)))

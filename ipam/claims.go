@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -17,6 +18,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 )
 
 // ClaimName is the name of the IPClaim a host holds on a pool. CAPM3 looks up
@@ -32,11 +34,12 @@ type PoolState struct {
 	Claim string
 	// Address is set once IPAM has allocated an address for the claim.
 	Address *networkdata.Address
-	// Created is true when this call created the claim.
-	Created bool
 	// Waiting says why the address is not there yet, when it will come
 	// without anybody's help (IPAM has not acted yet, a retry is under way).
 	Waiting string
+	// RetryAfter, when set, is when to look again if no event on the claim
+	// comes first.
+	RetryAfter time.Duration
 	// Failed says what is wrong when it needs a user's fix (no such pool,
 	// the pool is exhausted, a claim of that name belongs to somebody else).
 	Failed string
@@ -45,6 +48,9 @@ type PoolState struct {
 // Claims ensures the IPClaims of hosts and reads their addresses.
 type Claims struct {
 	Client client.Client
+
+	// created are the claims created here that the cache may not show yet.
+	created expectations.Writes
 }
 
 // Ensure makes sure the host has one claim on each pool and returns, pool by
@@ -76,9 +82,17 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	}
 
 	claim := &ipamv1.IPClaim{}
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}, claim)
+	key := client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}
+	err := c.Client.Get(ctx, key, claim)
 	switch {
 	case apierrors.IsNotFound(err):
+		if left, behind := c.created.Behind(key, ""); behind {
+			// The claim's own event brings the host back; the timeout
+			// covers a claim deleted before the cache ever showed it.
+			state.Waiting = fmt.Sprintf("IPClaim %q was created; waiting for it to show in the cache", state.Claim)
+			state.RetryAfter = left
+			return state, nil
+		}
 		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
@@ -86,12 +100,13 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			}
 			return state, fmt.Errorf("creating IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 		}
-		state.Created = true
+		c.created.Wrote(key, "")
 		state.Waiting = waitingForIPAM(pool, state.Claim)
 		return state, nil
 	case err != nil:
 		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 	}
+	c.created.Forget(key)
 
 	if !ownedByHost(claim, host) {
 		if hasStaleHostOwner(claim, host) {
@@ -117,13 +132,13 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	}
 
 	address := &ipamv1.IPAddress{}
-	key := client.ObjectKey{Namespace: host.Namespace, Name: claim.Status.Address.Name}
-	if err := c.Client.Get(ctx, key, address); err != nil {
+	addressKey := client.ObjectKey{Namespace: host.Namespace, Name: claim.Status.Address.Name}
+	if err := c.Client.Get(ctx, addressKey, address); err != nil {
 		if apierrors.IsNotFound(err) {
-			state.Waiting = fmt.Sprintf("IPClaim %q points at IPAddress %q, which is not there yet", state.Claim, key.Name)
+			state.Waiting = fmt.Sprintf("IPClaim %q points at IPAddress %q, which is not there yet", state.Claim, addressKey.Name)
 			return state, nil
 		}
-		return state, fmt.Errorf("getting IPAddress %s: %w", key, err)
+		return state, fmt.Errorf("getting IPAddress %s: %w", addressKey, err)
 	}
 	state.Address = addressOf(address)
 	return state, nil

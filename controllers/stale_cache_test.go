@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+)
+
+// A reconcile often runs before the cache shows what the previous one
+// wrote: the first claim's event requeues the host before the second claim
+// is in the cache, the Secret's event before the patched host is. Writing
+// again then is refused (AlreadyExists, Conflict) and still costs a token of
+// the client's rate limiter, which bounds a fleet's set-up time.
+func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
+	ns := newNamespace(t)
+	// Not opted in, so only this test's host manager (all machine
+	// templates) sets the host up, not the suite's manager.
+	m3mt := fixtures.MachineTemplate(ns, "workers", "pooled", workers)
+	delete(m3mt.Annotations, preprovv1.EnabledAnnotation)
+	create(t,
+		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+		m3mt,
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
+	)
+	counting, writes, err := testEnv.NewCountingClient()
+	require.NoError(t, err)
+	var hidden atomic.Value // the kind a lagging cache does not show yet
+	hidden.Store("")
+	lagging := interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gvk, err := c.GroupVersionKindFor(obj)
+			if err == nil && gvk.Kind == hidden.Load() {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: gvk.Kind}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	manager := &baremetal.HostManager{
+		Client:    lagging,
+		Templates: &baremetal.Templates{Reader: lagging, AllMachineTemplates: true},
+		Claims:    &ipam.Claims{Client: lagging},
+		Recorder:  events.NewFakeRecorder(100),
+	}
+	ctx := context.Background()
+
+	outcome, err := manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
+	assert.Equal(t, []string{"create IPClaim: 1"}, writes.Writes())
+
+	hidden.Store("IPClaim")
+	outcome, err = manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
+	assert.Positive(t, outcome.RequeueAfter, "a claim deleted before the cache showed it must not leave the host waiting for good")
+	assert.Equal(t, []string{"create IPClaim: 1"}, writes.Writes(), "the claim was created again")
+
+	hidden.Store("")
+	stale := getHost(t, ns, "node-0")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		outcome, err := manager.Reconcile(ctx, stale.DeepCopy())
+		require.NoError(c, err)
+		assert.Equal(c, baremetal.PhaseReady, outcome.Phase, outcome.Message)
+	}, waitTimeout, pollInterval)
+	assert.Equal(t, []string{"create IPClaim: 1", "create Secret: 1", "patch BareMetalHost: 1"}, writes.Writes())
+
+	_, pending := manager.PatchPending(stale)
+	assert.True(t, pending, "the host as it was before our patch must not be worked on")
+	_, pending = manager.PatchPending(getHost(t, ns, "node-0"))
+	assert.False(t, pending)
+
+	hidden.Store("Secret")
+	outcome, err = manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
+	assert.Positive(t, outcome.RequeueAfter)
+	assert.Equal(t, []string{"create IPClaim: 1", "create Secret: 1", "patch BareMetalHost: 1"}, writes.Writes(), "the Secret was created again")
+
+}

@@ -1,0 +1,76 @@
+package expectations
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestBehind(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "host-0-provisioning"}
+	tests := []struct {
+		name          string
+		wroteOver     string
+		elapsed       time.Duration
+		cachedVersion string
+		wantBehind    bool
+		wantLeft      time.Duration
+	}{
+		{name: "created, cache does not have it yet", wroteOver: "", elapsed: time.Second, cachedVersion: "", wantBehind: true, wantLeft: 9 * time.Second},
+		{name: "created, cache has it", wroteOver: "", elapsed: time.Second, cachedVersion: "42"},
+		{name: "patched, cache still shows the old version", wroteOver: "41", elapsed: 2 * time.Second, cachedVersion: "41", wantBehind: true, wantLeft: 8 * time.Second},
+		{name: "patched, cache shows the new version", wroteOver: "41", elapsed: time.Second, cachedVersion: "42"},
+		{name: "patched, object gone from the cache", wroteOver: "41", elapsed: time.Second, cachedVersion: ""},
+		{name: "created, timed out", wroteOver: "", elapsed: 10 * time.Second, cachedVersion: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &clock{t: time.Unix(1000, 0)}
+			w := &Writes{Timeout: 10 * time.Second, Now: c.now}
+			w.Wrote(key, tt.wroteOver)
+			c.advance(tt.elapsed)
+
+			left, behind := w.Behind(key, tt.cachedVersion)
+			assert.Equal(t, tt.wantBehind, behind)
+			assert.Equal(t, tt.wantLeft, left)
+			if !tt.wantBehind {
+				_, stillBehind := w.Behind(key, tt.wroteOver)
+				assert.False(t, stillBehind, "a write is forgotten once the cache has caught up or it timed out")
+			}
+		})
+	}
+}
+
+func TestUnknownObjectIsNotBehind(t *testing.T) {
+	var w Writes
+	_, behind := w.Behind(types.NamespacedName{Namespace: "ns", Name: "never-written"}, "")
+	assert.False(t, behind)
+}
+
+func TestWroteForgetsExpiredWritesNobodyReads(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	w := &Writes{Timeout: 10 * time.Second, Now: c.now}
+	deleted := types.NamespacedName{Namespace: "ns", Name: "deleted-host"}
+	w.Wrote(deleted, "")
+	c.advance(11 * time.Second)
+	w.Wrote(types.NamespacedName{Namespace: "ns", Name: "other-host"}, "")
+
+	assert.NotContains(t, w.pending, deleted)
+	assert.Len(t, w.pending, 1)
+}
+
+func TestForget(t *testing.T) {
+	var w Writes
+	key := types.NamespacedName{Namespace: "ns", Name: "host-0-preprov-networkdata"}
+	w.Wrote(key, "")
+	w.Forget(key)
+	_, behind := w.Behind(key, "")
+	assert.False(t, behind)
+}
