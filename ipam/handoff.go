@@ -38,8 +38,8 @@ type Handoff struct {
 func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
 	claims := &ipamv1.IPClaimList{}
 	if err := h.Client.List(ctx, claims, client.InNamespace(host.Namespace),
-		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
-		return fmt.Errorf("listing IPClaims in %q: %w", host.Namespace, err)
+		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
+		return fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
 	}
 	current, err := h.currentData(ctx, host)
 	if err != nil {
@@ -47,7 +47,8 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if !ownedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() {
+		if claim.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue || !ownedByHost(claim, host) ||
+			!claim.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := h.updateOwners(ctx, claim, current); err != nil {

@@ -5,9 +5,11 @@ package index
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -27,6 +29,10 @@ const (
 	// a Metal3DataClaim like its Metal3Machine, so this finds the data of a
 	// host's consumer.
 	Metal3DataClaimField = "spec.claim.name"
+	// ClaimHostField indexes IPClaims by the name of the BareMetalHost that
+	// owns them, so a host's claims are found without reading all of its
+	// namespace's claims.
+	ClaimHostField = "metadata.ownerReferences.baremetalhost"
 )
 
 // Register adds our field indexes to the manager's cache.
@@ -39,6 +45,9 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	}
 	if err := indexer.IndexField(ctx, &capm3.Metal3Data{}, Metal3DataClaimField, metal3DataClaim); err != nil {
 		return fmt.Errorf("indexing Metal3Data by claim: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, ClaimHostField, claimHost); err != nil {
+		return fmt.Errorf("indexing IPClaims by host: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &capm3.Metal3MachineTemplate{}, DataTemplateField, machineTemplateDataTemplate); err != nil {
 		return fmt.Errorf("indexing Metal3MachineTemplates by data template: %w", err)
@@ -86,4 +95,14 @@ func metal3DataClaim(obj client.Object) []string {
 		return nil
 	}
 	return []string{data.Spec.Claim.Name}
+}
+
+func claimHost(obj client.Object) []string {
+	var hosts []string
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "BareMetalHost" && strings.HasPrefix(ref.APIVersion, bmov1alpha1.GroupVersion.Group+"/") {
+			hosts = append(hosts, ref.Name)
+		}
+	}
+	return hosts
 }
