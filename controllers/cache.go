@@ -2,6 +2,7 @@ package controllers
 
 import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,6 +23,7 @@ func CacheOptions(namespace string) cache.Options {
 			// Only our own Secrets: never BMC credentials or anything else.
 			&corev1.Secret{}:             {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
 			&bmov1alpha1.BareMetalHost{}: {Transform: SlimHost},
+			&ipamv1.IPPool{}:             {Transform: poolWithoutStatus},
 		},
 	}
 	if namespace != "" {
@@ -74,4 +76,17 @@ func SlimHost(obj any) (any, error) {
 		slim.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{NIC: nics}
 	}
 	return slim, nil
+}
+
+// poolWithoutStatus drops an IPPool's status and managed fields: we never
+// read them, and the status's allocations grow with every claim, so keeping
+// them would make each read of a pool from the cache (a deep copy) cost
+// O(hosts). Pool patches stay correct: they are computed between two copies
+// of the cached object.
+func poolWithoutStatus(obj any) (any, error) {
+	if pool, ok := obj.(*ipamv1.IPPool); ok {
+		pool.ManagedFields = nil
+		pool.Status = ipamv1.IPPoolStatus{}
+	}
+	return obj, nil
 }

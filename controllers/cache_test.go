@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestSlimHostKeepsWhatWeRead(t *testing.T) {
@@ -64,6 +66,34 @@ func TestSlimHostKeepsWhatWeRead(t *testing.T) {
 
 	other := &corev1.Secret{}
 	passed, err := SlimHost(other)
+	require.NoError(t, err)
+	assert.Same(t, other, passed)
+}
+
+func TestPoolWithoutStatusKeepsTheSpec(t *testing.T) {
+	pool := &ipamv1.IPPool{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "provisioning", Namespace: "metal3", ResourceVersion: "7",
+			Annotations:   map[string]string{"preprovisioning.metal3.io/preallocations": `["node-0-provisioning"]`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ipam"}},
+		},
+		Spec: ipamv1.IPPoolSpec{
+			Pools:          []ipamv1.Pool{{Start: ptr.To(ipamv1.IPAddressStr("10.0.0.10")), End: ptr.To(ipamv1.IPAddressStr("10.0.0.20"))}},
+			Prefix:         24,
+			PreAllocations: map[string]ipamv1.IPAddressStr{"node-0-provisioning": "10.0.0.10"},
+		},
+		Status: ipamv1.IPPoolStatus{Allocations: map[string]ipamv1.IPAddressStr{"node-0-provisioning": "10.0.0.10"}},
+	}
+	want := pool.DeepCopy()
+	want.ManagedFields = nil
+	want.Status = ipamv1.IPPoolStatus{}
+
+	slimmed, err := poolWithoutStatus(pool)
+	require.NoError(t, err)
+	assert.Equal(t, want, slimmed)
+
+	other := &corev1.Secret{}
+	passed, err := poolWithoutStatus(other)
 	require.NoError(t, err)
 	assert.Same(t, other, passed)
 }
