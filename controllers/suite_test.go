@@ -17,8 +17,8 @@ import (
 )
 
 // One control plane (with the garbage collector, so owner references are
-// enforced as in a real cluster) and one manager (our controllers plus the
-// IPAM stand-in) serve every test; each test works in its own namespace.
+// enforced as in a real cluster), one manager with our controllers and the
+// IPAM stand-in serve every test; each test works in its own namespace.
 var (
 	testEnv   *envtest.Environment
 	k8sClient client.Client
@@ -59,7 +59,8 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	standInDone, err := ipamstandin.Start(ctx, env.Config, env.Scheme)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -70,6 +71,10 @@ func runSuite(m *testing.M) int {
 	cancel()
 	if err := <-managerDone; err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	if err := <-standInDone; err != nil {
+		fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
 		return 1
 	}
 	return code

@@ -22,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
@@ -32,17 +31,14 @@ import (
 // startIPAMStandIn runs the IPAM stand-in in this process until ctx ends.
 func startIPAMStandIn(ctx context.Context, env *envtest.Environment) (<-chan struct{}, error) {
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	result, err := ipamstandin.Start(ctx, env.Config, env.Scheme)
 	if err != nil {
-		return nil, err
-	}
-	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
+		if err := <-result; err != nil {
 			fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
 		}
 	}()

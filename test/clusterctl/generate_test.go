@@ -161,13 +161,15 @@ func startControllers(ctx context.Context, t *testing.T, env *envtest.Environmen
 	})
 	require.NoError(t, err)
 	require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{}))
-	require.NoError(t, (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr))
 	managerCtx, stop := context.WithCancel(ctx)
+	standInDone, err := ipamstandin.Start(managerCtx, env.Config, env.Scheme)
+	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(managerCtx) }()
 	t.Cleanup(func() {
 		stop()
 		assert.NoError(t, <-done)
+		assert.NoError(t, <-standInDone)
 	})
 }
 

@@ -8,10 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
 )
@@ -24,7 +20,7 @@ type IPAMStandIn struct {
 	Scheme *runtime.Scheme
 
 	cancel context.CancelFunc
-	done   chan error
+	done   <-chan error
 }
 
 // Start runs the stand-in until Stop.
@@ -32,21 +28,13 @@ func (s *IPAMStandIn) Start() error {
 	if s.cancel != nil {
 		return fmt.Errorf("the IPAM stand-in is already running")
 	}
-	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme:  s.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Every Start is a new manager with the same controller name.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return err
-	}
-	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return err
-	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan error, 1)
-	go func() { s.done <- mgr.Start(runCtx) }()
+	done, err := ipamstandin.Start(runCtx, s.Config, s.Scheme)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.cancel, s.done = cancel, done
 	return nil
 }
 

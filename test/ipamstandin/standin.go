@@ -15,8 +15,10 @@
 //   - when no address is free it sets status.errorMessage "Exhausted IP Pools"
 //     ("Pre-allocated IP out of bond" for a pre-allocation outside the pool)
 //     and never looks at that claim again;
-//   - when a claim is deleted it deletes its IPAddress and removes the claim's
-//     finalizer; it records allocations in the pool's status.
+//   - when a claim is deleted it deletes its IPAddress (the one its
+//     status.address names, else those whose spec.claim names it, read past
+//     the cache) and only then removes the claim's finalizer; it records
+//     allocations in the pool's status.
 package ipamstandin
 
 import (
@@ -50,11 +52,18 @@ const (
 // Reconciler allocates addresses for the claims of a pool.
 type Reconciler struct {
 	Client client.Client
+	// APIReader finds the address of a deleted claim past the cache, which
+	// may not have seen the address or the claim's status.address yet.
+	// SetupWithManager sets it to the manager's API reader when unset.
+	APIReader client.Reader
 }
 
 // SetupWithManager registers the stand-in; the manager's scheme must hold the
 // IPAM types and CAPI's Cluster.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ipam-standin").
 		For(&ipamv1.IPPool{}).
@@ -231,27 +240,53 @@ func (r *Reconciler) release(ctx context.Context, pool *ipamv1.IPPool, claim *ip
 	if len(claim.Finalizers) != 1 || claim.Finalizers[0] != ipamv1.IPClaimFinalizer {
 		return nil
 	}
-	if ip, ok := allocations[claim.Name]; ok {
-		address := &ipamv1.IPAddress{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: addressName(pool, ip)}, address)
-		if client.IgnoreNotFound(err) != nil {
+	addresses, err := r.addressesOf(ctx, pool, claim)
+	if err != nil {
+		return err
+	}
+	for i := range addresses {
+		address := &addresses[i]
+		original := address.DeepCopy()
+		controllerutil.RemoveFinalizer(address, ipamv1.IPAddressFinalizer)
+		if err := r.Client.Patch(ctx, address, client.MergeFrom(original)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		if err == nil {
-			original := address.DeepCopy()
-			controllerutil.RemoveFinalizer(address, ipamv1.IPAddressFinalizer)
-			if err := r.Client.Patch(ctx, address, client.MergeFrom(original)); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			if err := r.Client.Delete(ctx, address); client.IgnoreNotFound(err) != nil {
-				return err
-			}
+		if err := r.Client.Delete(ctx, address); client.IgnoreNotFound(err) != nil {
+			return err
 		}
-		delete(allocations, claim.Name)
 	}
+	delete(allocations, claim.Name)
 	original := claim.DeepCopy()
 	controllerutil.RemoveFinalizer(claim, ipamv1.IPClaimFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, claim, client.MergeFrom(original)))
+}
+
+// addressesOf reads past the cache the IPAddresses of a claim: the one its
+// status.address names, else those of the pool whose spec.claim names it. The
+// cache may not have seen a new address, nor the claim's status.address.
+func (r *Reconciler) addressesOf(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim) ([]ipamv1.IPAddress, error) {
+	if claim.Status.Address != nil && claim.Status.Address.Name != "" {
+		address := ipamv1.IPAddress{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: claim.Status.Address.Name}, &address)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []ipamv1.IPAddress{address}, nil
+	}
+	list := &ipamv1.IPAddressList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(claim.Namespace)); err != nil {
+		return nil, err
+	}
+	var addresses []ipamv1.IPAddress
+	for _, address := range list.Items {
+		if address.Spec.Claim.Name == claim.Name && address.Spec.Pool.Name == pool.Name {
+			addresses = append(addresses, address)
+		}
+	}
+	return addresses, nil
 }
 
 func (r *Reconciler) recordAllocations(ctx context.Context, pool *ipamv1.IPPool, allocations map[string]ipamv1.IPAddressStr) error {

@@ -1,0 +1,41 @@
+package ipamstandin
+
+import (
+	"context"
+
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Start runs the stand-in in this process until ctx ends, with a manager and
+// a cache of its own, as the real IPAM controller has: a manager's cache
+// options (ours drop IPPool status) must not change what IPAM sees. The
+// channel receives the manager's result.
+func Start(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (<-chan error, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// A process may start the stand-in more than once.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The stand-in lists addresses: their informer must be synced before it
+	// reconciles, not started by its first reconcile.
+	if _, err := mgr.GetCache().GetInformer(ctx, &ipamv1.IPAddress{}); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return done, nil
+}
