@@ -11,6 +11,7 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,8 +26,9 @@ import (
 // deleted while no manager ran.
 type Sweeper struct {
 	Client client.Client
-	// APIReader checks owners past the cache: an owner created a moment ago
-	// must never be taken for gone.
+	// APIReader confirms past the cache an owner the cache does not have:
+	// an owner created a moment ago must never be taken for gone. An owner
+	// the cache has needs no API read.
 	APIReader client.Reader
 }
 
@@ -87,17 +89,33 @@ func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (boo
 			// An owner we do not know keeps the claim.
 			return false, nil
 		}
-		err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, owner)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
+		exists, err := s.exists(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, owner, ref.UID)
+		if err != nil {
 			return false, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, claim.Namespace, ref.Name, err)
-		case owner.GetUID() == ref.UID:
+		}
+		if exists {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// exists tells whether the object named by key exists with the given UID
+// (with any UID when uid is empty). The cache answers yes; a no from the
+// cache (not found, another UID, an error) is confirmed with the API reader.
+func (s *Sweeper) exists(ctx context.Context, key client.ObjectKey, obj client.Object, uid types.UID) (bool, error) {
+	if err := s.Client.Get(ctx, key, obj); err == nil && (uid == "" || obj.GetUID() == uid) {
+		return true, nil
+	}
+	fresh := obj.DeepCopyObject().(client.Object)
+	err := s.APIReader.Get(ctx, key, fresh)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return uid == "" || fresh.GetUID() == uid, nil
 }
 
 // sweepPools removes the spec.preAllocations entries we wrote for hosts
@@ -149,9 +167,9 @@ func (s *Sweeper) sweepPool(ctx context.Context, pool *ipamv1.IPPool) error {
 }
 
 func (s *Sweeper) hostGone(ctx context.Context, namespace, name string) (bool, error) {
-	err := s.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bmov1alpha1.BareMetalHost{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
+	exists, err := s.exists(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bmov1alpha1.BareMetalHost{}, "")
+	if err != nil {
+		return false, err
 	}
-	return false, err
+	return !exists, nil
 }

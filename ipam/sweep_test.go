@@ -3,7 +3,9 @@ package ipam
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,4 +101,92 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 
 func hostRef(name string, uid types.UID) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: bmov1alpha1.GroupVersion.String(), Kind: "BareMetalHost", Name: name, UID: uid}
+}
+
+// The sweep asks the API only about owners the cache lacks: an owner the
+// cache has is alive, and one it lacks may have been created a moment ago.
+func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sweep-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+
+	alive := fixtures.Host(ns.Name, "alive", "52:54:00:aa:bb:01", nil)
+	fresh := fixtures.Host(ns.Name, "fresh", "52:54:00:aa:bb:02", nil)
+	require.NoError(t, k8sClient.Create(ctx, alive))
+	require.NoError(t, k8sClient.Create(ctx, fresh))
+	data := &capm3.Metal3Data{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "workers-0"}}
+	require.NoError(t, k8sClient.Create(ctx, data))
+
+	claims := map[string][]metav1.OwnerReference{
+		"alive-pool":       {hostRef(alive.Name, alive.UID)},
+		"fresh-pool":       {hostRef(fresh.Name, fresh.UID)},
+		"gone-pool":        {hostRef("gone", "uid-of-a-deleted-host")},
+		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), metal3DataOwnerReference(data)},
+	}
+	for name, owners := range claims {
+		claim := &ipamv1.IPClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: ns.Name, Name: name, OwnerReferences: owners,
+				Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			},
+			Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "pool"}},
+		}
+		require.NoError(t, k8sClient.Create(ctx, claim))
+	}
+	pool := fixtures.Pool(ns.Name, "pool", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
+		"alive-pool": "192.0.2.10", "fresh-pool": "192.0.2.11", "gone-pool": "192.0.2.12",
+	}
+	pool.Annotations = map[string]string{PreallocatedForAnnotation: `["alive-pool","fresh-pool","gone-pool"]`}
+	require.NoError(t, k8sClient.Create(ctx, pool))
+
+	// The cache has not seen the host "fresh" yet.
+	cache := &laggingCache{Client: k8sClient, unseen: fresh.Name}
+	apiReader := &readCounter{Reader: k8sClient, reads: map[string]int{}}
+	sweeper := &Sweeper{Client: cache, APIReader: apiReader}
+	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
+
+	exists := func(name string) bool {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, &ipamv1.IPClaim{})
+		if apierrors.IsNotFound(err) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}
+	assert.True(t, exists("alive-pool"), "the claim of a live host was deleted")
+	assert.True(t, exists("fresh-pool"), "the claim of a host the cache has not seen yet was deleted")
+	assert.True(t, exists("provisioned-pool"), "a claim a live Metal3Data owns was deleted")
+	assert.False(t, exists("gone-pool"), "the claim of a deleted host leaked")
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+	assert.Equal(t, map[string]ipamv1.IPAddressStr{"alive-pool": "192.0.2.10", "fresh-pool": "192.0.2.11"},
+		pool.Spec.PreAllocations)
+
+	read := slices.Sorted(maps.Keys(apiReader.reads))
+	assert.Equal(t, []string{"deleted-but-provisioned", "fresh", "gone"}, read,
+		"the API must be read for the owners the cache lacks, and only for them")
+}
+
+// laggingCache is a client whose Get has not seen one object yet.
+type laggingCache struct {
+	client.Client
+	unseen string
+}
+
+func (c *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if key.Name == c.unseen {
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// readCounter counts the Gets of each name.
+type readCounter struct {
+	client.Reader
+	reads map[string]int
+}
+
+func (r *readCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.reads[key.Name]++
+	return r.Reader.Get(ctx, key, obj, opts...)
 }
