@@ -32,7 +32,7 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 
 	progressf("run %d: starting %s", b.result.run, b.cfg.manager)
 	managerStart := time.Now()
-	manager, err := startManager(b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits)
+	manager, err := startManager(b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits, b.cfg.env)
 	if err != nil {
 		return err
 	}

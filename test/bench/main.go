@@ -29,11 +29,13 @@ type config struct {
 	runs     int
 	scenario string
 	manager  string
-	out      string
-	steady   time.Duration
-	quiet    time.Duration
-	timeout  time.Duration
-	limits   clientLimits
+	// env is the manager's environment from its Deployment (GOMEMLIMIT).
+	env     []string
+	out     string
+	steady  time.Duration
+	quiet   time.Duration
+	timeout time.Duration
+	limits  clientLimits
 }
 
 // clientLimits are the manager's client rate limits and workers; the floor
@@ -51,6 +53,8 @@ func main() {
 	flag.StringVar(&cfg.scenario, "scenario", scenarioPlain,
 		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware.")
 	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
+	deployment := flag.String("deployment", "config/manager/manager.yaml",
+		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
 	flag.StringVar(&cfg.out, "out", "", "Write the results into this Markdown file (e.g. docs/performance.md).")
 	flag.DurationVar(&cfg.steady, "steady", time.Minute, "How long to count the manager's writes once every host is done.")
 	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second,
@@ -60,6 +64,12 @@ func main() {
 	flag.IntVar(&cfg.limits.burst, "burst", 30, "The manager's --kube-api-burst, and the floor's.")
 	flag.IntVar(&cfg.limits.concurrency, "concurrency", 10, "The manager's --host-concurrency, and the floor's workers.")
 	flag.Parse()
+	env, err := deploymentEnv(*deployment)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	cfg.env = env
 	if err := validate(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		flag.Usage()

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // managerProcess is bin/manager running as its own process, as in a
@@ -33,7 +36,35 @@ type runtimePeak struct {
 	heapAlloc, heapInuse, goroutines float64
 }
 
-func startManager(binary, dir string, kubeConfig []byte, limits clientLimits) (*managerProcess, error) {
+// deploymentEnv is the environment the Deployment in the file gives the
+// manager container, as NAME=value pairs, so the benchmark measures the
+// manager as it ships.
+func deploymentEnv(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	deployment := &appsv1.Deployment{}
+	if err := yaml.UnmarshalStrict(data, deployment); err != nil {
+		return nil, fmt.Errorf("reading the Deployment in %s: %w", path, err)
+	}
+	for _, container := range deployment.Spec.Template.Spec.Containers {
+		if container.Name != "manager" {
+			continue
+		}
+		env := make([]string, 0, len(container.Env))
+		for _, variable := range container.Env {
+			if variable.ValueFrom != nil {
+				return nil, fmt.Errorf("%s: the manager's %s comes from the cluster (valueFrom); the benchmark cannot set it", path, variable.Name)
+			}
+			env = append(env, variable.Name+"="+variable.Value)
+		}
+		return env, nil
+	}
+	return nil, fmt.Errorf("%s: no container named manager", path)
+}
+
+func startManager(binary, dir string, kubeConfig []byte, limits clientLimits, env []string) (*managerProcess, error) {
 	kubeConfigPath := filepath.Join(dir, "manager.kubeconfig")
 	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
 		return nil, err
@@ -60,6 +91,7 @@ func startManager(binary, dir string, kubeConfig []byte, limits clientLimits) (*
 		"--kube-api-burst="+strconv.Itoa(limits.burst),
 		"--host-concurrency="+strconv.Itoa(limits.concurrency),
 	)
+	m.cmd.Env = append(os.Environ(), env...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	// The manager must never outlive the harness, even when it is killed.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
