@@ -36,7 +36,7 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 	const (
 		apiServerDown = 2 * time.Second
 		// fleetHosts hosts of an earlier fleet hold fleetClaimsPerHost claims
-		// each: the manager checks every claim's owners when it starts.
+		// each: the manager's start-up sweep checks every claim's owners.
 		fleetHosts         = 100
 		fleetClaimsPerHost = 3
 	)
@@ -67,7 +67,7 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Eventually(func(g Gomega) int { return c.countClaims(ctx, g, namespace) }).
 			Should(Equal(fleetHosts*fleetClaimsPerHost + len(hosts)*len(bothPools)))
 
-		By("Restarting the manager, and waiting until it checks the owners of the fleet's claims, as it does when it starts")
+		By("Restarting the manager, and waiting until it leads: its controllers and its start-up sweep of the fleet's claims start")
 		started := time.Now()
 		Expect(local.Manager.Stop()).To(Succeed())
 		Expect(local.Manager.Start()).To(Succeed())
@@ -75,8 +75,8 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Eventually(func(g Gomega) {
 			events, err := readAuditLog(local.AuditLog)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(selectEvents(events, byUser(managerUser), receivedAfter(started), inNamespace(namespace),
-				func(e auditEvent) bool { return e.on("baremetalhosts") && e.Verb == "get" })).NotTo(BeEmpty())
+			g.Expect(selectEvents(events, byUser(managerUser), receivedAfter(started),
+				func(e auditEvent) bool { return e.on("leases") && e.isWrite() })).NotTo(BeEmpty())
 		}).WithPolling(20 * time.Millisecond).Should(Succeed())
 
 		By("Killing kube-apiserver with SIGKILL, and starting it again 2 s later on the same port, certificates and etcd")
