@@ -85,12 +85,15 @@ test-e2e: kube-binaries build $(KUSTOMIZE) ## Run the end-to-end and fault suite
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m -args -e2e.manager=$(BIN)/manager -e2e.artifacts-folder=$(ROOT)/out/e2e
 
 BENCH_HOSTS ?= 1000
-BENCH_RUNS ?= 1
+BENCH_RUNS ?= 3
 BENCH_SCENARIO ?= plain
+BENCH_TIMEOUT ?= 45m
+BENCH_OUT ?= docs/performance.md
 .PHONY: bench
-bench: kube-binaries build ## Fleet benchmark: BENCH_HOSTS paused hosts (default 1000) against the floor; BENCH_RUNS, BENCH_SCENARIO=plain|hardware.
-	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -manager $(BIN)/manager
-	go test ./baremetal/... -run '^$$' -bench . -benchmem
+bench: kube-binaries build ## Fleet benchmark against the floor, into BENCH_OUT: BENCH_HOSTS (1000), BENCH_RUNS (3), BENCH_SCENARIO=plain|hardware; then the Go benchmarks.
+	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -timeout $(BENCH_TIMEOUT) \
+		-manager $(BIN)/manager $(if $(BENCH_OUT),-out $(BENCH_OUT))
+	go test ./baremetal/... -run '^$$' -bench . -benchmem -count 5
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

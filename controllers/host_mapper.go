@@ -76,15 +76,14 @@ func (m *hostMapper) forDataTemplate(ctx context.Context, obj client.Object) []r
 // paused for us in its namespace: only they can be waiting on a pool.
 func (m *hostMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
 	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing BareMetalHosts of an IPPool's namespace")
+	if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{index.HostPausedForUsField: "true"}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the paused BareMetalHosts of an IPPool's namespace")
 		return nil
 	}
-	var requests []reconcile.Request
+	requests := make([]reconcile.Request, 0, len(hosts.Items))
 	for i := range hosts.Items {
-		if hosts.Items[i].Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
-			requests = append(requests, requestFor(&hosts.Items[i]))
-		}
+		requests = append(requests, requestFor(&hosts.Items[i]))
 	}
 	return requests
 }

@@ -22,6 +22,9 @@ const (
 	// DataTemplateField indexes Metal3MachineTemplates and
 	// Metal3PreprovisioningTemplates by the Metal3DataTemplate they name.
 	DataTemplateField = "preprovisioning.metal3.io/data-template"
+	// HostPausedForUsField indexes BareMetalHosts paused with our value
+	// ("true"): the hosts a pool change can unblock.
+	HostPausedForUsField = "preprovisioning.metal3.io/paused"
 	// HostConsumerField indexes BareMetalHosts by the Metal3Machine that
 	// consumes them (spec.consumerRef).
 	HostConsumerField = "spec.consumerRef.metal3machine"
@@ -39,6 +42,9 @@ const (
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostTemplateField, hostTemplate); err != nil {
 		return fmt.Errorf("indexing BareMetalHosts by template: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostPausedForUsField, hostPausedForUs); err != nil {
+		return fmt.Errorf("indexing BareMetalHosts by our pause: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostConsumerField, hostConsumer); err != nil {
 		return fmt.Errorf("indexing BareMetalHosts by consumer: %w", err)
@@ -61,6 +67,13 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 func hostTemplate(obj client.Object) []string {
 	if ref := obj.GetAnnotations()[preprovv1.TemplateAnnotation]; ref != "" {
 		return []string{ref}
+	}
+	return nil
+}
+
+func hostPausedForUs(obj client.Object) []string {
+	if obj.GetAnnotations()[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
+		return []string{"true"}
 	}
 	return nil
 }
