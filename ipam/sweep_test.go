@@ -65,16 +65,7 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 		"recreated-pool":   {hostRef("recreated", "uid-of-the-earlier-host")},
 		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), metal3DataOwnerReference(data)},
 	}
-	for name, owners := range claims {
-		claim := &ipamv1.IPClaim{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: ns.Name, Name: name, OwnerReferences: owners,
-				Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-			},
-			Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "pool"}},
-		}
-		require.NoError(t, k8sClient.Create(ctx, claim))
-	}
+	createManagedClaims(t, ns.Name, claims)
 	foreign := &ipamv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "someone-elses", OwnerReferences: []metav1.OwnerReference{gone}},
 		Spec:       ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "pool"}},
@@ -97,6 +88,22 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 	assert.True(t, exists("someone-elses"), "a claim without our label was deleted")
 	assert.False(t, exists("gone-pool"), "the claim of a deleted host leaked")
 	assert.False(t, exists("recreated-pool"), "the claim of the earlier host of the same name leaked")
+}
+
+// createManagedClaims creates claims of ours on the pool "pool", by name
+// with their owners.
+func createManagedClaims(t *testing.T, namespace string, claims map[string][]metav1.OwnerReference) {
+	t.Helper()
+	for name, owners := range claims {
+		claim := &ipamv1.IPClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace, Name: name, OwnerReferences: owners,
+				Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			},
+			Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "pool"}},
+		}
+		require.NoError(t, k8sClient.Create(context.Background(), claim))
+	}
 }
 
 func hostRef(name string, uid types.UID) metav1.OwnerReference {
@@ -123,16 +130,7 @@ func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
 		"gone-pool":        {hostRef("gone", "uid-of-a-deleted-host")},
 		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), metal3DataOwnerReference(data)},
 	}
-	for name, owners := range claims {
-		claim := &ipamv1.IPClaim{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: ns.Name, Name: name, OwnerReferences: owners,
-				Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-			},
-			Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "pool"}},
-		}
-		require.NoError(t, k8sClient.Create(ctx, claim))
-	}
+	createManagedClaims(t, ns.Name, claims)
 	pool := fixtures.Pool(ns.Name, "pool", "192.0.2.10", "192.0.2.20", "192.0.2.1")
 	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
 		"alive-pool": "192.0.2.10", "fresh-pool": "192.0.2.11", "gone-pool": "192.0.2.12",
