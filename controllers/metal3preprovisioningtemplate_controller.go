@@ -12,11 +12,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -144,12 +142,16 @@ func upToDateCondition(counts baremetal.HostCounts) metav1.Condition {
 	return metav1.Condition{Type: NetworkDataUpToDateCondition, Status: metav1.ConditionTrue, Reason: UpToDateReason}
 }
 
-// SetupWithManager watches our templates (their spec), the data templates
-// they name, and the phase changes of their hosts.
+// SetupWithManager watches our templates, the data templates they name, and
+// the phase changes of their hosts. Status updates of the templates are
+// watched too: the status patch is computed against the cached template, and
+// when the cache was behind an earlier write the patch leaves out a field
+// that looked unchanged; the next reconcile, on a fresh copy, puts it right,
+// and otherwise writes nothing.
 func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("metal3preprovisioningtemplate").
-		For(&preprovv1.Metal3PreprovisioningTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&preprovv1.Metal3PreprovisioningTemplate{}).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesNaming)).
 		WatchesRawSource(source.Channel(r.HostChanges, &handler.EnqueueRequestForObject{})).
 		Complete(r)
