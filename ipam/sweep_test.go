@@ -75,19 +75,22 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 	sweeper := &Sweeper{Client: k8sClient, APIReader: k8sClient}
 	require.NoError(t, sweeper.Sweep(ctx, ""))
 
-	exists := func(name string) bool {
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, &ipamv1.IPClaim{})
-		if apierrors.IsNotFound(err) {
-			return false
-		}
-		require.NoError(t, err)
-		return true
-	}
+	exists := func(name string) bool { return claimExists(t, ns.Name, name) }
 	assert.True(t, exists("alive-pool"), "the claim of a live host was deleted")
 	assert.True(t, exists("provisioned-pool"), "a claim a live Metal3Data owns was deleted")
 	assert.True(t, exists("someone-elses"), "a claim without our label was deleted")
 	assert.False(t, exists("gone-pool"), "the claim of a deleted host leaked")
 	assert.False(t, exists("recreated-pool"), "the claim of the earlier host of the same name leaked")
+}
+
+func claimExists(t *testing.T, namespace, name string) bool {
+	t.Helper()
+	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &ipamv1.IPClaim{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
 }
 
 // createManagedClaims creates claims of ours on the pool "pool", by name
@@ -144,14 +147,7 @@ func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
 	sweeper := &Sweeper{Client: cache, APIReader: apiReader}
 	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
 
-	exists := func(name string) bool {
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, &ipamv1.IPClaim{})
-		if apierrors.IsNotFound(err) {
-			return false
-		}
-		require.NoError(t, err)
-		return true
-	}
+	exists := func(name string) bool { return claimExists(t, ns.Name, name) }
 	assert.True(t, exists("alive-pool"), "the claim of a live host was deleted")
 	assert.True(t, exists("fresh-pool"), "the claim of a host the cache has not seen yet was deleted")
 	assert.True(t, exists("provisioned-pool"), "a claim a live Metal3Data owns was deleted")
