@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/audit"
 )
 
 // auditPolicy records, for the manager and the floor only, one event per
@@ -22,23 +21,6 @@ rules:
 - level: None
 `, managerUser, floorUser)
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the harness reads.
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceived time.Time `json:"requestReceivedTimestamp"`
-}
-
 // apiCall is a kind of request: verb, resource (with its subresource) and
 // whether the API server refused it.
 type apiCall struct {
@@ -47,13 +29,7 @@ type apiCall struct {
 	Failed   bool
 }
 
-func (c apiCall) write() bool {
-	switch c.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
+func (c apiCall) write() bool { return audit.IsWriteVerb(c.Verb) }
 
 func (c apiCall) String() string {
 	s := c.Verb + " " + c.Resource
@@ -61,26 +37,6 @@ func (c apiCall) String() string {
 		s += " (refused)"
 	}
 	return s
-}
-
-// readAudit reads the audit log.
-func readAudit(path string) ([]auditEvent, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	var events []auditEvent
-	scanner := bufio.NewScanner(file)
-	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for scanner.Scan() {
-		var event auditEvent
-		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		events = append(events, event)
-	}
-	return events, scanner.Err()
 }
 
 // auditWindow selects the requests of one user, in one namespace ("" for
@@ -92,7 +48,7 @@ type auditWindow struct {
 }
 
 // count counts the requests in the window by kind.
-func (w auditWindow) count(events []auditEvent) map[apiCall]int {
+func (w auditWindow) count(events []audit.Event) map[apiCall]int {
 	counts := map[apiCall]int{}
 	for _, event := range events {
 		if event.User.Username != w.user || event.ObjectRef == nil ||

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/audit"
 )
 
 // controllerPhase registers the fleet, runs the manager until every host is
@@ -144,7 +146,7 @@ func (b *bench) recordManager(ctx context.Context, manager *managerProcess) erro
 
 // recordManagerCalls counts the manager's requests from the audit log.
 func (b *bench) recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt time.Time) error {
-	events, err := readAudit(b.cp.auditLog)
+	events, err := audit.Read(b.cp.auditLog)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/audit"
 )
 
 // floorPhase registers the same fleet in its own namespace and does its
@@ -61,7 +63,7 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	b.result.floor.wall = lastDone.Sub(start)
 	b.result.floor.latencies = latencies(started, hostTracker.doneAt())
 
-	events, err := readAudit(b.cp.auditLog)
+	events, err := audit.Read(b.cp.auditLog)
 	if err != nil {
 		return err
 	}

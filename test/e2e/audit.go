@@ -3,11 +3,10 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"net/url"
-	"os"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/audit"
 )
 
 // auditPolicy records every request of a ServiceAccount identity (the
@@ -25,32 +24,12 @@ rules:
 - level: None
 `
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the specs read.
-type auditEvent struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceived time.Time `json:"requestReceivedTimestamp"`
-}
-
-// writeVerbs change objects.
-var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+// auditEvent is an audit log event, with what the specs ask of it.
+type auditEvent struct{ audit.Event }
 
 // isWrite is a write that reached an object.
 func (e auditEvent) isWrite() bool {
-	return writeVerbs[e.Verb] && e.ObjectRef != nil
+	return audit.IsWriteVerb(e.Verb) && e.ObjectRef != nil
 }
 
 // succeeded is a request the API server did not refuse.
@@ -72,25 +51,17 @@ func (e auditEvent) labelSelector() string {
 	return parsed.Query().Get("labelSelector")
 }
 
-// readAuditLog reads the audit log. The API server appends to it while we
-// read: a last line without its end is left for the next read.
+// readAuditLog reads the audit log while the API server writes it.
 func readAuditLog(path string) ([]auditEvent, error) {
-	file, err := os.Open(path)
+	read, err := audit.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
-	var events []auditEvent
-	scanner := bufio.NewScanner(file)
-	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for scanner.Scan() {
-		var event auditEvent
-		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
-			continue
-		}
-		events = append(events, event)
+	events := make([]auditEvent, 0, len(read))
+	for _, event := range read {
+		events = append(events, auditEvent{event})
 	}
-	return events, scanner.Err()
+	return events, nil
 }
 
 // auditFilter selects audit events.

@@ -1,0 +1,69 @@
+// Package audit reads the kube-apiserver's audit log (audit.k8s.io/v1
+// events, one JSON object a line), through which the e2e suite and the
+// benchmark see every request the manager makes.
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Event is the part of an audit.k8s.io/v1 Event the tests read.
+type Event struct {
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef      *ObjectRef `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+}
+
+// ObjectRef is the object a request is about.
+type ObjectRef struct {
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+}
+
+// IsWriteVerb reports whether a verb changes objects.
+func IsWriteVerb(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// Read reads the audit log at path. The API server appends to it while it
+// runs: a last line without its end is left for the next read; any other
+// line that is not an event is an error.
+func Read(path string) ([]Event, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if end := bytes.LastIndexByte(data, '\n'); end+1 < len(data) {
+		data = data[:end+1]
+	}
+	var events []Event
+	scanner := bufio.NewScanner(bytes.NewReader(data))
+	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for scanner.Scan() {
+		var event Event
+		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		events = append(events, event)
+	}
+	return events, scanner.Err()
+}

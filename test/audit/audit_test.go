@@ -1,0 +1,55 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRead(t *testing.T) {
+	complete := `{"stage":"ResponseComplete","verb":"create","user":{"username":"manager"},` +
+		`"objectRef":{"resource":"ipclaims","namespace":"metal3","name":"node-0-provisioning"},"responseStatus":{"code":201},` +
+		`"requestReceivedTimestamp":"2026-11-30T00:00:00.000000Z"}` + "\n"
+	tests := []struct {
+		name    string
+		log     string
+		want    int
+		wantErr bool
+	}{
+		{name: "empty", log: ""},
+		{name: "complete lines", log: complete + complete, want: 2},
+		{name: "a last line still being written is left for later", log: complete + `{"stage":"Respo`, want: 1},
+		{name: "a broken line before the last is an error", log: "not json\n" + complete, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.log")
+			require.NoError(t, os.WriteFile(path, []byte(tt.log), 0o600))
+			events, err := Read(path)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, events, tt.want)
+			if tt.want > 0 {
+				assert.Equal(t, "create", events[0].Verb)
+				assert.Equal(t, "manager", events[0].User.Username)
+				assert.Equal(t, "ipclaims", events[0].ObjectRef.Resource)
+				assert.Equal(t, 201, events[0].ResponseStatus.Code)
+			}
+		})
+	}
+}
+
+func TestIsWriteVerb(t *testing.T) {
+	for verb, want := range map[string]bool{
+		"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true,
+		"get": false, "list": false, "watch": false,
+	} {
+		assert.Equal(t, want, IsWriteVerb(verb), verb)
+	}
+}
