@@ -14,23 +14,13 @@ import (
 // done, through the steady window and until it is quiet, and records what it
 // did.
 func (b *bench) controllerPhase(ctx context.Context) error {
-	f := fleet{namespace: controllerNamespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
-	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
-		return err
-	}
-	trackCtx, stopTracking := context.WithCancel(ctx)
-	defer stopTracking()
-	hostTracker, err := startTracker(trackCtx, b.cp.adminConfig, f.namespace, f.hosts)
+	// The fleet's hosts are watched until this phase ends.
+	phaseCtx, endPhase := context.WithCancel(ctx)
+	defer endPhase()
+	registered, err := b.registerFleet(phaseCtx, controllerNamespace, "", &b.result.controller)
 	if err != nil {
 		return err
 	}
-	progressf("run %d: registering %d hosts (%s) in %s", b.result.run, f.hosts, b.cfg.scenario, f.namespace)
-	start := time.Now()
-	_, started, err := f.createHosts(ctx, b.cp.admin)
-	if err != nil {
-		return err
-	}
-	b.result.controller.creating = time.Since(start)
 
 	progressf("run %d: starting %s", b.result.run, b.cfg.manager)
 	managerStart := time.Now()
@@ -46,14 +36,11 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	pids["manager"], pids["harness"] = manager.cmd.Process.Pid, os.Getpid()
 	cpu := startCPUMeter(pids)
 
-	lastDone, err := waitForHosts(ctx, "controller", hostTracker, manager.running)
+	lastDone, err := waitForHosts(ctx, "controller", registered.tracker, manager.running)
 	if err != nil {
 		return err
 	}
-	b.result.controller.cpu = cpu.used()
-	b.result.controller.processing = lastDone.Sub(managerStart)
-	b.result.controller.wall = lastDone.Sub(start)
-	b.result.controller.latencies = latencies(started, hostTracker.doneAt())
+	registered.done(&b.result.controller, managerStart, lastDone, cpu)
 
 	steadyFrom := lastDone.Add(settle)
 	steadyTo := steadyFrom.Add(b.cfg.steady)

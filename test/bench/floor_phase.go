@@ -12,26 +12,16 @@ import (
 // floorPhase registers the same fleet in its own namespace and does its
 // object writes with the floor, the manager stopped.
 func (b *bench) floorPhase(ctx context.Context) error {
-	f := fleet{namespace: floorNamespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
-	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
-		return err
-	}
-	trackCtx, stopTracking := context.WithCancel(ctx)
-	defer stopTracking()
-	hostTracker, err := startTracker(trackCtx, b.cp.adminConfig, f.namespace, f.hosts)
+	// The fleet's hosts are watched until this phase ends.
+	phaseCtx, endPhase := context.WithCancel(ctx)
+	defer endPhase()
+	registered, err := b.registerFleet(phaseCtx, floorNamespace, " for the floor", &b.result.floor)
 	if err != nil {
 		return err
 	}
-	progressf("run %d: registering %d hosts (%s) in %s for the floor", b.result.run, f.hosts, b.cfg.scenario, f.namespace)
-	start := time.Now()
-	hosts, started, err := f.createHosts(ctx, b.cp.admin)
-	if err != nil {
-		return err
-	}
-	b.result.floor.creating = time.Since(start)
 
 	floorStart := time.Now()
-	worker, err := newFloor(b.cp.floorConfig, hosts)
+	worker, err := newFloor(b.cp.floorConfig, registered.hosts)
 	if err != nil {
 		return err
 	}
@@ -42,7 +32,7 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	defer stopWork()
 	failed := make(chan error, 1)
 	go func() {
-		if err := worker.run(workCtx, b.cp.floorConfig, f.namespace, b.cfg.limits.concurrency); err != nil {
+		if err := worker.run(workCtx, b.cp.floorConfig, floorNamespace, b.cfg.limits.concurrency); err != nil {
 			failed <- err
 		}
 	}()
@@ -54,14 +44,11 @@ func (b *bench) floorPhase(ctx context.Context) error {
 			return nil
 		}
 	}
-	lastDone, err := waitForHosts(ctx, "floor", hostTracker, workFailed)
+	lastDone, err := waitForHosts(ctx, "floor", registered.tracker, workFailed)
 	if err != nil {
 		return err
 	}
-	b.result.floor.cpu = cpu.used()
-	b.result.floor.processing = lastDone.Sub(floorStart)
-	b.result.floor.wall = lastDone.Sub(start)
-	b.result.floor.latencies = latencies(started, hostTracker.doneAt())
+	registered.done(&b.result.floor, floorStart, lastDone, cpu)
 
 	events, err := audit.Read(b.cp.auditLog)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 )
 
 // Namespaces of a run: the controller's fleet and the floor's, the same
@@ -120,4 +122,45 @@ func loadAverage() string {
 
 func progressf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format(time.TimeOnly)+" "+format+"\n", args...)
+}
+
+// registeredFleet is a fleet whose hosts are created and watched.
+type registeredFleet struct {
+	tracker *tracker
+	hosts   []*bmov1alpha1.BareMetalHost
+	// start is when the first host's creation started, started when each
+	// host's did.
+	start   time.Time
+	started []time.Time
+}
+
+// registerFleet creates the fleet in namespace (pools, templates, then the
+// hosts, which it watches until ctx ends) and records in phase how long the
+// hosts' creation took.
+func (b *bench) registerFleet(ctx context.Context, namespace, purpose string, phase *phaseResult) (registeredFleet, error) {
+	f := fleet{namespace: namespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
+	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
+		return registeredFleet{}, err
+	}
+	hostTracker, err := startTracker(ctx, b.cp.adminConfig, f.namespace, f.hosts)
+	if err != nil {
+		return registeredFleet{}, err
+	}
+	progressf("run %d: registering %d hosts (%s) in %s%s", b.result.run, f.hosts, b.cfg.scenario, f.namespace, purpose)
+	start := time.Now()
+	hosts, started, err := f.createHosts(ctx, b.cp.admin)
+	if err != nil {
+		return registeredFleet{}, err
+	}
+	phase.creating = time.Since(start)
+	return registeredFleet{tracker: hostTracker, hosts: hosts, start: start, started: started}, nil
+}
+
+// done records a phase whose last host was done at lastDone, its processing
+// having started at processingFrom.
+func (r registeredFleet) done(phase *phaseResult, processingFrom, lastDone time.Time, cpu *cpuMeter) {
+	phase.cpu = cpu.used()
+	phase.processing = lastDone.Sub(processingFrom)
+	phase.wall = lastDone.Sub(r.start)
+	phase.latencies = latencies(r.started, r.tracker.doneAt())
 }
