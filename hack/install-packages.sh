@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests run as the consumers of what we
+# render: Ironic's API (ironic-api + ironic-conductor, started by the tests as
+# one process on loopback), cloud-init (its net-convert reads network_data the
+# way the deploy ramdisk and the OS do) and python3-jsonschema (Ironic's
+# schema validation).
+#
+#   hack/install-packages.sh          install what is missing (root, or sudo)
+#   hack/install-packages.sh --check  only say what is missing; exit 1 if any
+#
+# Quick when everything is installed: no apt-get at all then.
+set -euo pipefail
+
+packages=(ironic-api ironic-conductor cloud-init python3-jsonschema)
+
+missing=()
+for package in "${packages[@]}"; do
+	if [ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" != "install ok installed" ]; then
+		missing+=("$package")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+	echo "missing Debian packages: ${missing[*]}; the tests run Ironic's API and cloud-init from them." >&2
+	echo "install them with: hack/install-packages.sh (as root, or with sudo)" >&2
+	exit 1
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	sudo=(sudo)
+fi
+echo "installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

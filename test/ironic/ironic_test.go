@@ -1,0 +1,97 @@
+package ironic
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A document of our kind: an ethernet link, a bond of two links with a
+// VLAN on it, and a static IPv4 network with a route on the VLAN.
+const document = `{
+  "links": [
+    {"id": "eno1", "type": "phy", "mtu": 1500, "ethernet_mac_address": "00:5c:52:31:3c:01"},
+    {"id": "eno2", "type": "phy", "mtu": 1500, "ethernet_mac_address": "00:5c:52:31:3c:02"},
+    {"id": "bond0", "type": "bond", "mtu": 1500, "ethernet_mac_address": "00:5c:52:31:3c:01",
+     "bond_mode": "%s", "bond_links": ["eno1", "eno2"], "bond_xmit_hash_policy": "layer3+4", "bond_miimon": 100},
+    {"id": "vlan100", "type": "vlan", "mtu": 1500, "vlan_link": "bond0", "vlan_id": 100, "vlan_mac_address": "00:5c:52:31:3c:01"}
+  ],
+  "networks": [
+    {"id": "provisioning", "network_id": "provisioning", "type": "ipv4", "link": "vlan100",
+     "ip_address": "192.168.114.100", "netmask": "255.255.255.0",
+     "routes": [{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": "192.168.114.1", "services": []}]}
+  ],
+  "services": [{"type": "dns", "address": "192.168.114.53"}]
+}`
+
+func TestIronicValidatesNetworkData(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	server, err := Start(ctx, Options{LogPath: filepath.Join(t.TempDir(), "ironic.log")})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, server.Stop()) })
+	t.Logf("ironic answered after %s at %s", time.Since(start).Round(time.Millisecond), server.URL)
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(server.LogPath)
+			t.Logf("ironic's log:\n%s", log)
+		}
+	})
+
+	activeBackup := []byte(fmt.Sprintf(document, "active-backup"))
+	t.Run("a valid document is stored", func(t *testing.T) {
+		node, err := server.Node(ctx, "ns", "valid")
+		require.NoError(t, err)
+		assert.Equal(t, "ns~valid", node.Name)
+		assert.Equal(t, "fake-hardware", node.Driver)
+		start := time.Now()
+		stored, err := server.SetNetworkData(ctx, node, activeBackup)
+		require.NoError(t, err)
+		t.Logf("one submission took %s", time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, "active-backup", stored.NetworkData["links"].([]any)[2].(map[string]any)["bond_mode"])
+
+		again, err := server.Node(ctx, "ns", "valid")
+		require.NoError(t, err)
+		assert.Equal(t, node.UUID, again.UUID, "a known host keeps its node")
+		assert.Equal(t, stored.NetworkData, again.NetworkData)
+	})
+
+	t.Run("a network without network_id is refused", func(t *testing.T) {
+		node, err := server.Node(ctx, "ns", "no-network-id")
+		require.NoError(t, err)
+		_, err = server.SetNetworkData(ctx, node, []byte(withoutNetworkID("active-backup")))
+		assert.True(t, InvalidNetworkData(err), "%v", err)
+	})
+
+	t.Run("every broken variant of a stored document is refused", func(t *testing.T) {
+		accepted, err := server.Accept(ctx, "ns", "broken", activeBackup)
+		require.NoError(t, err)
+		assert.False(t, accepted.BondModeSubstituted)
+		assert.Len(t, brokenVariants(accepted.NetworkData), 2)
+		assert.NoError(t, server.RefusesBroken(ctx, accepted))
+	})
+
+	t.Run("an 802.3ad bond is refused by Ironic 21.4 for its mode's name only", func(t *testing.T) {
+		require.NotContains(t, server.bondModes, "802.3ad", "this Ironic's schema lists 802.3ad: the substitution of Accept is not exercised")
+		accepted, err := server.Accept(ctx, "ns", "lacp", []byte(fmt.Sprintf(document, "802.3ad")))
+		require.NoError(t, err)
+		assert.True(t, accepted.BondModeSubstituted)
+		assert.Equal(t, "802.1ad", accepted.Node.NetworkData["links"].([]any)[2].(map[string]any)["bond_mode"])
+	})
+
+	t.Run("a document refused for another reason is not excused by the bond mode", func(t *testing.T) {
+		_, err := server.Accept(ctx, "ns", "lacp-no-network-id", []byte(withoutNetworkID("802.3ad")))
+		assert.ErrorContains(t, err, "with bonds [bond0] sent as 802.1ad (the only change), ironic still did not take")
+	})
+}
+
+func withoutNetworkID(bondMode string) string {
+	return strings.Replace(fmt.Sprintf(document, bondMode), `"network_id": "provisioning", `, "", 1)
+}

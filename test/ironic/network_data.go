@@ -1,0 +1,272 @@
+package ironic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"sigs.k8s.io/yaml"
+)
+
+// Refusal is an answer of Ironic's API other than 2xx.
+type Refusal struct {
+	Status int
+	// Message is Ironic's faultstring, or the raw body if it has none.
+	Message string
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("ironic answered HTTP %d: %s", r.Status, r.Message)
+}
+
+// InvalidNetworkData says whether Ironic refused network data for failing
+// its schema: HTTP 400 "Invalid network_data".
+func InvalidNetworkData(err error) bool {
+	var refusal *Refusal
+	return errors.As(err, &refusal) && refusal.Status == http.StatusBadRequest &&
+		strings.Contains(refusal.Message, "Invalid network_data")
+}
+
+// asRefusal turns gophercloud's unexpected status into a Refusal with
+// Ironic's message. Ironic's error body is JSON whose error_message is
+// itself JSON holding the faultstring.
+func asRefusal(err error) error {
+	var unexpected gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &unexpected) {
+		return err
+	}
+	refusal := &Refusal{Status: unexpected.Actual, Message: string(unexpected.Body)}
+	var body struct {
+		ErrorMessage string `json:"error_message"`
+	}
+	var fault struct {
+		Faultstring string `json:"faultstring"`
+	}
+	if json.Unmarshal(unexpected.Body, &body) == nil &&
+		json.Unmarshal([]byte(body.ErrorMessage), &fault) == nil && fault.Faultstring != "" {
+		refusal.Message = fault.Faultstring
+	}
+	return refusal
+}
+
+// NodeName is the name BMO gives a host's Ironic node (ironicNodeName in
+// its Ironic provisioner).
+func NodeName(namespace, host string) string {
+	return namespace + "~" + host
+}
+
+// Node returns the host's fake-hardware node, registering it first if
+// Ironic does not know it.
+func (s *Server) Node(ctx context.Context, namespace, host string) (*nodes.Node, error) {
+	name := NodeName(namespace, host)
+	node, err := nodes.Get(ctx, s.client, name).Extract()
+	if err == nil {
+		return node, nil
+	}
+	if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil, fmt.Errorf("reading node %s: %w (ironic log: %s)", name, asRefusal(err), s.LogPath)
+	}
+	node, err = nodes.Create(ctx, s.client, nodes.CreateOpts{Name: name, Driver: "fake-hardware"}).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("registering node %s: %w (ironic log: %s)", name, asRefusal(err), s.LogPath)
+	}
+	return node, nil
+}
+
+// SetNetworkData hands a node network data as BMO's Register does for a
+// host with pre-provisioning network data and no PreprovisioningImage
+// builder: it decodes the Secret's value with sigs.k8s.io/yaml into a map
+// and, unless the node already holds equal data, sends one JSON patch
+// operation "add /network_data" through nodes.Update. It returns the node as
+// Ironic answered, after checking that Ironic stored what was sent; a
+// refusal is a *Refusal.
+func (s *Server) SetNetworkData(ctx context.Context, node *nodes.Node, secretValue []byte) (*nodes.Node, error) {
+	var networkData map[string]any
+	if err := yaml.Unmarshal(secretValue, &networkData); err != nil {
+		return nil, fmt.Errorf("decoding the network data as BMO does: %w", err)
+	}
+	return s.setNetworkData(ctx, node, networkData)
+}
+
+func (s *Server) setNetworkData(ctx context.Context, node *nodes.Node, networkData map[string]any) (*nodes.Node, error) {
+	if reflect.DeepEqual(node.NetworkData, networkData) {
+		return node, nil
+	}
+	updated, err := nodes.Update(ctx, s.client, node.UUID, nodes.UpdateOpts{
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/network_data", Value: networkData},
+	}).Extract()
+	if err != nil {
+		return nil, asRefusal(err)
+	}
+	if !reflect.DeepEqual(updated.NetworkData, networkData) {
+		return nil, fmt.Errorf("node %s holds other network_data than was sent:\nsent   %v\nstored %v", node.Name, networkData, updated.NetworkData)
+	}
+	return updated, nil
+}
+
+// Accepted is what Ironic stored for a host.
+type Accepted struct {
+	Node        *nodes.Node
+	NetworkData map[string]any
+	// BondModeSubstituted is set when the document's 802.3ad bonds were
+	// sent as 802.1ad, see Accept.
+	BondModeSubstituted bool
+}
+
+// Accept registers the host's node and hands it the Secret's network data
+// as BMO does; Ironic must store it.
+//
+// Bonds: Ironic 21.4 (Debian 12's package) lists bond_mode "802.1ad" in its
+// network_data schema where later Ironic, including Metal3's Ironic image,
+// lists "802.3ad", the Linux name of LACP that cloud-init and glean apply.
+// Against a schema without "802.3ad", a document with an 802.3ad bond must
+// be refused with 400 Invalid network_data naming that bond, and the same
+// document with exactly that value changed to "802.1ad" must be stored: so
+// the mode's name is the only thing this Ironic refuses in it. Against a
+// schema that lists "802.3ad" the document must be stored as it is.
+func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue []byte) (*Accepted, error) {
+	name := NodeName(namespace, host)
+	node, err := s.Node(ctx, namespace, host)
+	if err != nil {
+		return nil, err
+	}
+	var networkData map[string]any
+	if err := yaml.Unmarshal(secretValue, &networkData); err != nil {
+		return nil, fmt.Errorf("%s: decoding the network data as BMO does: %w", name, err)
+	}
+	substituted, bonds := s.withOldBondModeName(networkData)
+	if len(bonds) == 0 {
+		stored, err := s.setNetworkData(ctx, node, networkData)
+		if err != nil {
+			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w (ironic log: %s)", name, err, s.LogPath)
+		}
+		return &Accepted{Node: stored, NetworkData: networkData}, nil
+	}
+
+	_, err = s.setNetworkData(ctx, node, networkData)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, SchemaPath, s.bondModes)
+	case !InvalidNetworkData(err) || !strings.Contains(err.Error(), "'bond_mode': '802.3ad'"):
+		return nil, fmt.Errorf("%s: ironic 21.4 must refuse the bond mode 802.3ad, and only it; it answered: %w (ironic log: %s)", name, err, s.LogPath)
+	}
+	stored, err := s.setNetworkData(ctx, node, substituted)
+	if err != nil {
+		return nil, fmt.Errorf("%s: with bonds %v sent as 802.1ad (the only change), ironic still did not take the network data: %w (ironic log: %s)",
+			name, bonds, err, s.LogPath)
+	}
+	return &Accepted{Node: stored, NetworkData: substituted, BondModeSubstituted: true}, nil
+}
+
+// withOldBondModeName returns a copy of the document with bond mode
+// 802.3ad written 802.1ad, and the ids of the bonds it changed, when the
+// installed schema lists 802.1ad and not 802.3ad; otherwise no bonds.
+func (s *Server) withOldBondModeName(networkData map[string]any) (map[string]any, []string) {
+	if slices.Contains(s.bondModes, "802.3ad") || !slices.Contains(s.bondModes, "802.1ad") {
+		return networkData, nil
+	}
+	substituted := deepCopy(networkData)
+	var bonds []string
+	links, _ := substituted["links"].([]any)
+	for _, item := range links {
+		link, _ := item.(map[string]any)
+		if link["type"] == "bond" && link["bond_mode"] == "802.3ad" {
+			link["bond_mode"] = "802.1ad"
+			bonds = append(bonds, fmt.Sprint(link["id"]))
+		}
+	}
+	return substituted, bonds
+}
+
+// RefusesBroken checks that the checks above can fail: documents stored for
+// a host, each broken in one way Ironic's schema forbids, must be refused
+// with 400 Invalid network_data, and the node keeps what it had.
+func (s *Server) RefusesBroken(ctx context.Context, accepted *Accepted) error {
+	var errs []error
+	for what, broken := range brokenVariants(accepted.NetworkData) {
+		_, err := s.setNetworkData(ctx, accepted.Node, broken)
+		if !InvalidNetworkData(err) {
+			errs = append(errs, fmt.Errorf("%s: ironic must refuse %s with 400 Invalid network_data; it answered %v (ironic log: %s)",
+				accepted.Node.Name, what, err, s.LogPath))
+		}
+	}
+	node, err := nodes.Get(ctx, s.client, accepted.Node.UUID).Extract()
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("reading node %s: %w", accepted.Node.Name, asRefusal(err)))
+	case !reflect.DeepEqual(node.NetworkData, accepted.NetworkData):
+		errs = append(errs, fmt.Errorf("%s: a refused update changed the node's network_data", accepted.Node.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// brokenVariants are copies of a document that Ironic's schema forbids:
+// one whose first ethernet link lost its MAC, one whose first network lost
+// its network_id.
+func brokenVariants(networkData map[string]any) map[string]map[string]any {
+	variants := map[string]map[string]any{}
+	noMAC := deepCopy(networkData)
+	links, _ := noMAC["links"].([]any)
+	for _, item := range links {
+		link, _ := item.(map[string]any)
+		if link["type"] != "bond" && link["type"] != "vlan" {
+			delete(link, "ethernet_mac_address")
+			variants[fmt.Sprintf("ethernet link %v without ethernet_mac_address", link["id"])] = noMAC
+			break
+		}
+	}
+	noNetworkID := deepCopy(networkData)
+	if networks, _ := noNetworkID["networks"].([]any); len(networks) > 0 {
+		network, _ := networks[0].(map[string]any)
+		delete(network, "network_id")
+		variants[fmt.Sprintf("network %v without network_id", network["id"])] = noNetworkID
+	}
+	return variants
+}
+
+func deepCopy(document map[string]any) map[string]any {
+	data, err := json.Marshal(document)
+	if err != nil {
+		panic(err)
+	}
+	var copied map[string]any
+	if err := json.Unmarshal(data, &copied); err != nil {
+		panic(err)
+	}
+	return copied
+}
+
+// schemaBondModes reads the bond modes the installed schema allows.
+func schemaBondModes() ([]string, error) {
+	data, err := os.ReadFile(SchemaPath)
+	if err != nil {
+		return nil, fmt.Errorf("ironic's network_data schema: %w: %s", err, InstallHint)
+	}
+	var schema struct {
+		Definitions struct {
+			L2Bond struct {
+				Properties struct {
+					BondMode struct {
+						Enum []string `json:"enum"`
+					} `json:"bond_mode"`
+				} `json:"properties"`
+			} `json:"l2_bond"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", SchemaPath, err)
+	}
+	modes := schema.Definitions.L2Bond.Properties.BondMode.Enum
+	if len(modes) == 0 {
+		return nil, fmt.Errorf("%s lists no bond modes under definitions.l2_bond; this Ironic is not the one these tests know", SchemaPath)
+	}
+	return modes, nil
+}

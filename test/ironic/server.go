@@ -1,0 +1,283 @@
+// Package ironic runs a real Ironic API for the tests: Debian's ironic-api
+// and ironic-conductor (Ironic 21.4) started as one process on loopback,
+// with sqlite, no authentication, no message bus and only fake hardware, and
+// a client that registers hosts and hands Ironic their network data the way
+// BMO does. Nothing here imitates Ironic: what it accepts or refuses is
+// Ironic's own validation.
+package ironic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
+	"github.com/gophercloud/gophercloud/v2/openstack/utils"
+)
+
+// InstallHint is what a test says when the Debian packages are missing.
+const InstallHint = "install the Debian packages the tests need with hack/install-packages.sh (as root, or with sudo)"
+
+// SchemaPath is the network_data JSON schema Ironic's API validates against,
+// as the ironic-api package installs it.
+const SchemaPath = "/usr/lib/python3/dist-packages/ironic/api/controllers/v1/network-data-schema.json"
+
+// network_data exists on nodes from API microversion 1.66 on.
+const networkDataMicroversion = 66
+
+// StartTimeout bounds the wait for the API to answer; it takes about 10 s on
+// 2 busy cores, most of it Python imports.
+const StartTimeout = 2 * time.Minute
+
+// Options says where the server keeps its files.
+type Options struct {
+	// Dir holds the configuration and the sqlite database. Default: a new
+	// temporary folder, removed by Stop.
+	Dir string
+	// LogPath is Ironic's log (its stdout and stderr). Default: ironic.log in
+	// a new temporary folder. Stop keeps it.
+	LogPath string
+}
+
+// Server is one Ironic process.
+type Server struct {
+	// URL is the API's root, http://127.0.0.1:<port>.
+	URL string
+	// LogPath is Ironic's log; errors name it.
+	LogPath string
+
+	dir, removeDir string
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	exitErr        error
+	client         *gophercloud.ServiceClient
+	// schema is what the installed schema says of bonds; see Submit.
+	bondModes []string
+}
+
+// Start writes the configuration, creates the database schema, starts
+// `ironic --config-file F` and waits until GET /v1 answers. On error, what
+// was started is stopped and the error names the log.
+func Start(ctx context.Context, opts Options) (_ *Server, err error) {
+	for _, binary := range []string{"ironic", "ironic-dbsync"} {
+		if _, err := exec.LookPath(binary); err != nil {
+			return nil, fmt.Errorf("%s is not installed (%w): %s", binary, err, InstallHint)
+		}
+	}
+	bondModes, err := schemaBondModes()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: opts.Dir, LogPath: opts.LogPath, bondModes: bondModes}
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "ironic-"); err != nil {
+			return nil, err
+		}
+		s.removeDir = s.dir
+	} else if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if s.LogPath == "" {
+		logDir, err := os.MkdirTemp("", "ironic-log-")
+		if err != nil {
+			return nil, err
+		}
+		s.LogPath = filepath.Join(logDir, "ironic.log")
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Stop()
+		}
+	}()
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(s.dir, "ironic.conf")
+	if err := os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port)), 0o600); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(s.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+
+	dbsync := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", config, "create_schema")
+	dbsync.Stdout, dbsync.Stderr = logFile, logFile
+	if err := dbsync.Run(); err != nil {
+		return nil, fmt.Errorf("ironic-dbsync create_schema: %w (log: %s)", err, s.LogPath)
+	}
+
+	s.cmd = exec.Command("ironic", "--config-file", config)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Its own process group, so Stop reaches any worker it forks; and it
+	// dies with the test process if that is killed.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting ironic: %w", err)
+	}
+	s.exited = make(chan struct{})
+	go func() {
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+
+	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := s.waitReady(ctx); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
+	}
+	if s.client, err = s.newClient(ctx); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
+	}
+	return s, nil
+}
+
+// configFile is one process with the API and the conductor, reached only on
+// loopback, with sqlite, no authentication, no message bus and only the fake
+// hardware type with fake or no-op interfaces: nothing reaches a BMC.
+func configFile(database string, port int) string {
+	return fmt.Sprintf(`[DEFAULT]
+auth_strategy = noauth
+rpc_transport = none
+host = localhost
+use_stderr = true
+enabled_hardware_types = fake-hardware
+enabled_bios_interfaces = no-bios
+enabled_boot_interfaces = fake
+enabled_console_interfaces = no-console
+enabled_deploy_interfaces = fake
+enabled_firmware_interfaces = no-firmware
+enabled_inspect_interfaces = no-inspect
+enabled_management_interfaces = fake
+enabled_network_interfaces = noop
+enabled_power_interfaces = fake
+enabled_raid_interfaces = no-raid
+enabled_rescue_interfaces = no-rescue
+enabled_storage_interfaces = noop
+enabled_vendor_interfaces = no-vendor
+
+[database]
+connection = sqlite:///%s
+
+[api]
+host_ip = 127.0.0.1
+port = %d
+
+[dhcp]
+dhcp_provider = none
+`, database, port)
+}
+
+// waitReady polls GET /v1 until it answers 200, the process exits or the
+// timeout passes.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	httpClient := http.Client{Timeout: 5 * time.Second}
+	for {
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1", nil)
+		if err != nil {
+			return err
+		}
+		if response, err := httpClient.Do(request); err == nil {
+			response.Body.Close()
+			if response.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("ironic exited before its API answered: %v; its log ends with:\n%s", s.exitErr, s.logTail(20))
+		case <-ctx.Done():
+			return fmt.Errorf("ironic's API at %s did not answer GET /v1 within %s", s.URL, StartTimeout)
+		case <-ticker.C:
+		}
+	}
+}
+
+// newClient is gophercloud's noauth bare metal client, as BMO builds it,
+// at the newest microversion this Ironic offers. BMO asks for 1.89 or newer
+// (its baseline); Ironic 21.4 offers up to 1.82, and network_data, the only
+// field these tests set beyond a node's name and driver, exists from 1.66.
+func (s *Server) newClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	client, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.URL + "/v1/"})
+	if err != nil {
+		return nil, err
+	}
+	versions, err := utils.GetSupportedMicroversions(ctx, client)
+	if err != nil {
+		return nil, fmt.Errorf("reading ironic's API microversions: %w", err)
+	}
+	if versions.MaxMajor != 1 || versions.MaxMinor < networkDataMicroversion {
+		return nil, fmt.Errorf("ironic offers API %d.%d; network_data needs 1.%d", versions.MaxMajor, versions.MaxMinor, networkDataMicroversion)
+	}
+	client.Microversion = fmt.Sprintf("1.%d", versions.MaxMinor)
+	return client, nil
+}
+
+// Stop ends the process (SIGTERM, then SIGKILL after 10 s) and removes the
+// temporary folder of the configuration and database. The log stays.
+func (s *Server) Stop() error {
+	var errs []error
+	if s.cmd != nil && s.cmd.Process != nil {
+		// The negative pid is the process group.
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+	}
+	if s.removeDir != "" {
+		errs = append(errs, os.RemoveAll(s.removeDir))
+	}
+	return errors.Join(errs...)
+}
+
+// Running says whether the process is still there.
+func (s *Server) Running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return s.exited != nil
+	}
+}
+
+func freePort() (int, error) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port, nil
+}
+
+// logTail is the end of the log, for errors that would otherwise send the
+// reader to the file.
+func (s *Server) logTail(lines int) string {
+	data, err := os.ReadFile(s.LogPath)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
