@@ -77,11 +77,17 @@ lint: ## gofmt and go vet.
 ##@ Test
 
 .PHONY: test
-test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
+test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) packages ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) ./...
 
+# The tests run Ironic's API and cloud-init from Debian packages; without
+# them they fail, so say so first. hack/install-packages.sh installs them.
+.PHONY: packages
+packages: ## Check that the Debian packages the tests run (Ironic's API, cloud-init) are installed.
+	@hack/install-packages.sh --check
+
 .PHONY: test-e2e
-test-e2e: kube-binaries build $(KUSTOMIZE) ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
+test-e2e: kube-binaries build $(KUSTOMIZE) packages ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m -args -e2e.manager=$(BIN)/manager -e2e.artifacts-folder=$(ROOT)/out/e2e
 
 BENCH_HOSTS ?= 1000
