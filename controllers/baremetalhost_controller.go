@@ -32,6 +32,7 @@ import (
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses;ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses,verbs=patch;delete
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ippools,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

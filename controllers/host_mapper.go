@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,7 +92,9 @@ func (m *hostMapper) forPool(ctx context.Context, obj client.Object) []reconcile
 
 // forAddress maps an IPAddress to the hosts owning its claim: IPAM creates
 // the address before it points the claim at it, but our cache may see the two
-// in either order.
+// in either order. An address of ours whose claim is gone maps to the host
+// named in the claim's name, so that a deleted host's sweep releases what
+// IPAM left behind (ipam.Sweeper).
 func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconcile.Request {
 	address, ok := obj.(*ipamv1.IPAddress)
 	if !ok || address.Spec.Claim.Name == "" {
@@ -98,7 +102,11 @@ func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconc
 	}
 	claim := &ipamv1.IPClaim{}
 	if err := m.client.Get(ctx, client.ObjectKey{Namespace: address.Namespace, Name: address.Spec.Claim.Name}, claim); err != nil {
-		return nil
+		host, ours := strings.CutSuffix(address.Spec.Claim.Name, "-"+address.Spec.Pool.Name)
+		if !apierrors.IsNotFound(err) || !ours || address.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: address.Namespace, Name: host}}}
 	}
 	var requests []reconcile.Request
 	for _, ref := range claim.OwnerReferences {

@@ -19,7 +19,8 @@ import (
 )
 
 // Sweeper releases what deleted hosts left behind: our claims whose owners
-// are all gone, and our spec.preAllocations entries of hosts that are gone.
+// are all gone, the IPAddresses IPAM left behind such claims, and our
+// spec.preAllocations entries of hosts that are gone.
 // The garbage collector already deletes such claims through their owner
 // references; the sweep is the belt to those braces, run when a host is
 // deleted and when the manager starts, so nothing leaks even if a host was
@@ -35,6 +36,9 @@ type Sweeper struct {
 // Sweep sweeps one namespace or, with "", all.
 func (s *Sweeper) Sweep(ctx context.Context, namespace string) error {
 	if err := s.sweepClaims(ctx, namespace); err != nil {
+		return err
+	}
+	if err := s.sweepAddresses(ctx, namespace); err != nil {
 		return err
 	}
 	return s.sweepPools(ctx, namespace)
@@ -67,6 +71,74 @@ func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 		ctrl.LoggerFrom(ctx).Info("Deleted the IPClaim of a deleted host", "claim", client.ObjectKeyFromObject(claim))
 	}
 	return nil
+}
+
+// sweepAddresses releases the IPAddresses IPAM left behind our deleted
+// claims. IPAM writes a claim's finalizer only after it created the claim's
+// IPAddress, and releases a deleted claim's address only if its cache has
+// the address: a claim deleted in either window leaves its IPAddress behind.
+// IPAM then counts that address as allocated to the claim's name for good
+// and gives it only to a new claim of that name, so every other host would
+// have lost it. For an address whose claim and host are both gone we do what
+// IPAM's deleteAddress would have done: drop its finalizer and delete it. A
+// host registered again under the same name keeps it (its new claim takes
+// the address over).
+func (s *Sweeper) sweepAddresses(ctx context.Context, namespace string) error {
+	addresses := &ipamv1.IPAddressList{}
+	if err := s.Client.List(ctx, addresses, client.InNamespace(namespace),
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		return fmt.Errorf("listing the IPAddresses of our IPClaims: %w", err)
+	}
+	for i := range addresses.Items {
+		address := &addresses.Items[i]
+		left, err := s.leftBehind(ctx, address)
+		if err != nil {
+			return err
+		}
+		if !left {
+			continue
+		}
+		if err := s.release(ctx, address); err != nil {
+			return fmt.Errorf("releasing IPAddress %s/%s that IPAM left behind a deleted host: %w", address.Namespace, address.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Released the IPAddress IPAM left behind the IPClaim of a deleted host",
+			"address", client.ObjectKeyFromObject(address), "ip", address.Spec.Address, "claim", address.Spec.Claim.Name)
+	}
+	return nil
+}
+
+// leftBehind is true for an address whose claim, named <host>-<pool>, and
+// host are both gone.
+func (s *Sweeper) leftBehind(ctx context.Context, address *ipamv1.IPAddress) (bool, error) {
+	claimName := address.Spec.Claim.Name
+	hostName, ours := strings.CutSuffix(claimName, "-"+address.Spec.Pool.Name)
+	if claimName == "" || !ours || hostName == "" {
+		return false, nil
+	}
+	claimKey := client.ObjectKey{Namespace: address.Namespace, Name: claimName}
+	claimExists, err := s.exists(ctx, claimKey, &ipamv1.IPClaim{}, "")
+	if err != nil || claimExists {
+		return false, err
+	}
+	hostGone, err := s.hostGone(ctx, address.Namespace, hostName)
+	if err != nil {
+		return false, err
+	}
+	return hostGone, nil
+}
+
+// release removes IPAM's finalizer from an address and deletes it; both
+// writes are fenced on the object we read.
+func (s *Sweeper) release(ctx context.Context, address *ipamv1.IPAddress) error {
+	if slices.Contains(address.Finalizers, ipamv1.IPAddressFinalizer) {
+		original := address.DeepCopy()
+		address.Finalizers = slices.DeleteFunc(address.Finalizers, func(f string) bool { return f == ipamv1.IPAddressFinalizer })
+		err := s.Client.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	return client.IgnoreNotFound(s.Client.Delete(ctx, address, client.Preconditions{UID: &address.UID}))
 }
 
 // allOwnersGone is true for a claim with a host owner when none of its

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -81,6 +82,59 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 	assert.True(t, exists("someone-elses"), "a claim without our label was deleted")
 	assert.False(t, exists("gone-pool"), "the claim of a deleted host leaked")
 	assert.False(t, exists("recreated-pool"), "the claim of the earlier host of the same name leaked")
+}
+
+// IPAM can leave the IPAddress of a claim deleted while it allocated it
+// behind, and then keeps that address for a claim of the same name only: the
+// sweep releases it once the claim and its host are both gone.
+func TestSweepReleasesAddressesIPAMLeftBehindDeletedHosts(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sweep-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	alive := fixtures.Host(ns.Name, "alive", "52:54:00:aa:bb:01", nil)
+	require.NoError(t, k8sClient.Create(ctx, alive))
+	// A deleted host's claim that a live Metal3Data keeps (CAPM3 uses it).
+	data := &capm3.Metal3Data{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "workers-0"}}
+	require.NoError(t, k8sClient.Create(ctx, data))
+	createManagedClaims(t, ns.Name, map[string][]metav1.OwnerReference{
+		"claimed-pool": {hostRef("claimed", "uid-of-a-deleted-host"), metal3DataOwnerReference(data)},
+	})
+
+	ours := map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
+	addresses := map[string]struct {
+		claim  string
+		labels map[string]string
+		kept   string
+	}{
+		"pool-192-0-2-10": {claim: "gone-pool", labels: ours},
+		"pool-192-0-2-11": {claim: "alive-pool", labels: ours, kept: "a host of that name is registered: its new claim takes the address over"},
+		"pool-192-0-2-12": {claim: "claimed-pool", labels: ours, kept: "its claim exists"},
+		"pool-192-0-2-13": {claim: "someone-elses-pool", kept: "it is not the address of one of our claims"},
+		"pool-192-0-2-14": {claim: "stray-claim", labels: ours, kept: "its claim is not named <host>-<pool>"},
+	}
+	for name, a := range addresses {
+		address := &ipamv1.IPAddress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name, Labels: a.labels, Finalizers: []string{ipamv1.IPAddressFinalizer}},
+			Spec: ipamv1.IPAddressSpec{
+				Address: ipamv1.IPAddressStr(strings.ReplaceAll(strings.TrimPrefix(name, "pool-"), "-", ".")), Prefix: 24,
+				Pool:  corev1.ObjectReference{Name: "pool"},
+				Claim: corev1.ObjectReference{Name: a.claim},
+			},
+		}
+		require.NoError(t, k8sClient.Create(ctx, address))
+	}
+
+	sweeper := &Sweeper{Client: k8sClient, APIReader: k8sClient}
+	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
+
+	for name, a := range addresses {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, &ipamv1.IPAddress{})
+		if a.kept == "" {
+			assert.True(t, apierrors.IsNotFound(err), "IPAddress %s of a deleted host's claim was left behind: %v", name, err)
+			continue
+		}
+		assert.NoError(t, err, "IPAddress %s was released although %s", name, a.kept)
+	}
 }
 
 func claimExists(t *testing.T, namespace, name string) bool {

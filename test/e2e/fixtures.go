@@ -42,6 +42,16 @@ func newPools(namespace string) []client.Object {
 	}
 }
 
+// sizedPools are the provisioning and storage pools of a namespace with
+// size addresses each.
+func sizedPools(namespace string, size int) []client.Object {
+	last := fmt.Sprintf("%d", 10+size-1)
+	return []client.Object{
+		fixtures.Pool(namespace, provisioningPool, "192.168.10.10", "192.168.10."+last, "192.168.10.1"),
+		fixtures.Pool(namespace, storagePool, "192.168.20.10", "192.168.20."+last, "192.168.20.1"),
+	}
+}
+
 // twoPoolNetworkData is a provisioning link (the boot NIC) with its address,
 // default route and DNS from the provisioning pool, and a storage link (MAC
 // from the host's annotation) with its address from the storage pool.

@@ -1,28 +1,41 @@
 // Package ipamstandin plays the Metal3 IPAM controller (ip-address-manager)
 // in tests and in the local demo, where the real one cannot run. It follows
-// the upstream contract and nothing more:
+// the upstream contract (IPAM's ipam/ippool_manager.go) and nothing more,
+// its races included:
 //
 //   - it serves the IPClaims of a pool's namespace whose spec.pool.name names
 //     the pool, and only pools whose spec.clusterName is unset or names a
 //     Cluster that exists;
-//   - for a claim with neither status.address nor status.errorMessage it adds
-//     the finalizer ipclaim.ipam.metal3.io, takes the pool's preAllocations
-//     entry for the claim's name or else the first free address of
-//     spec.pools, creates the IPAddress "<namePrefix>-<ip, dots and colons
-//     as dashes>" (finalizer ipaddress.ipam.metal3.io, owner references to the
-//     pool and the claim, the claim's labels, address, prefix, gateway and DNS
-//     servers from the pool entry or the pool) and sets status.address;
+//   - what a pool has given is read from the IPAddress objects in its cache
+//     (getIndexes): each address is allocated to the claim name in its
+//     spec.claim, whether or not that claim still exists, and a claim whose
+//     name already has an address gets that address, object and all, without
+//     a new one (createAddress);
+//   - for a claim with neither status.address nor status.errorMessage it
+//     takes the pool's preAllocations entry for the claim's name or else the
+//     first free address of spec.pools, creates the IPAddress
+//     "<namePrefix>-<ip, dots and colons as dashes>" (finalizer
+//     ipaddress.ipam.metal3.io, owner references to the pool and the claim,
+//     the claim's labels, address, prefix, gateway and DNS servers from the
+//     pool entry or the pool), and only then writes the claim's finalizer
+//     ipclaim.ipam.metal3.io and status.address, as IPAM's deferred patch
+//     helper does. A claim deleted in between has no finalizer yet and is
+//     gone: its IPAddress stays behind, owned by the pool, and keeps the
+//     address for a claim of the same name;
 //   - when no address is free it sets status.errorMessage "Exhausted IP Pools"
 //     ("Pre-allocated IP out of bond" for a pre-allocation outside the pool)
 //     and never looks at that claim again;
-//   - when a claim is deleted it deletes its IPAddress (the one its
-//     status.address names, else those whose spec.claim names it, read past
-//     the cache) and only then removes the claim's finalizer; it records
-//     allocations in the pool's status.
+//   - when a claim is deleted (and IPAM's finalizer is its last) it deletes
+//     the IPAddress its cached allocations name, then removes the claim's
+//     finalizer (deleteAddress). An address the cache has not seen yet is not
+//     deleted and stays behind too;
+//   - it records allocations in the pool's status, even when serving a claim
+//     failed.
 package ipamstandin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -52,18 +65,12 @@ const (
 // Reconciler allocates addresses for the claims of a pool.
 type Reconciler struct {
 	Client client.Client
-	// APIReader finds the address of a deleted claim past the cache, which
-	// may not have seen the address or the claim's status.address yet.
-	// SetupWithManager sets it to the manager's API reader when unset.
-	APIReader client.Reader
 }
 
 // SetupWithManager registers the stand-in; the manager's scheme must hold the
-// IPAM types and CAPI's Cluster.
+// IPAM types and CAPI's Cluster. Like IPAM, it watches pools and claims, not
+// addresses.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ipam-standin").
 		For(&ipamv1.IPPool{}).
@@ -79,7 +86,15 @@ func claimToPool(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: claim.Namespace, Name: claim.Spec.Pool.Name}}}
 }
 
-// Reconcile serves every pending claim of one pool.
+// poolIndex is what a pool has given, read from its IPAddress objects.
+type poolIndex struct {
+	// allocations maps claim names to their address.
+	allocations map[string]ipamv1.IPAddressStr
+	// used holds the canonical form of every address given or pre-allocated.
+	used map[string]bool
+}
+
+// Reconcile serves every pending or deleted claim of one pool.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &ipamv1.IPPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
@@ -88,44 +103,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if served, err := r.clusterExists(ctx, pool); err != nil || !served {
 		return ctrl.Result{}, err
 	}
-
-	addresses := &ipamv1.IPAddressList{}
-	if err := r.Client.List(ctx, addresses, client.InNamespace(pool.Namespace)); err != nil {
+	index, err := r.index(ctx, pool)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	used := map[string]bool{}
-	allocations := map[string]ipamv1.IPAddressStr{}
-	for _, address := range addresses.Items {
-		if address.Spec.Pool.Name == pool.Name {
-			used[canonical(address.Spec.Address)] = true
-			allocations[address.Spec.Claim.Name] = address.Spec.Address
-		}
-	}
-	for _, preAllocated := range pool.Spec.PreAllocations {
-		used[canonical(preAllocated)] = true
-	}
-
 	claims := &ipamv1.IPClaimList{}
 	if err := r.Client.List(ctx, claims, client.InNamespace(pool.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
+	var serveErr error
 	for i := range claims.Items {
 		claim := &claims.Items[i]
 		if claim.Spec.Pool.Name != pool.Name {
 			continue
 		}
-		var err error
-		switch {
-		case !claim.DeletionTimestamp.IsZero():
-			err = r.release(ctx, pool, claim, allocations)
-		case claim.Status.Address == nil && claim.Status.ErrorMessage == nil:
-			err = r.allocate(ctx, pool, claim, used, allocations)
+		deleting := !claim.DeletionTimestamp.IsZero()
+		if !deleting && (claim.Status.Address != nil || claim.Status.ErrorMessage != nil) {
+			continue
 		}
-		if err != nil {
-			return ctrl.Result{}, err
+		if deleting {
+			serveErr = r.release(ctx, pool, claim, index)
+		} else {
+			serveErr = r.serve(ctx, pool, claim, index)
+		}
+		if serveErr != nil {
+			break
 		}
 	}
-	return ctrl.Result{}, r.recordAllocations(ctx, pool, allocations)
+	// IPAM patches the pool's status on its way out, error or not.
+	return ctrl.Result{}, errors.Join(serveErr, r.recordAllocations(ctx, pool, index.allocations))
+}
+
+// index reads the pool's IPAddress objects from the cache.
+func (r *Reconciler) index(ctx context.Context, pool *ipamv1.IPPool) (*poolIndex, error) {
+	addresses := &ipamv1.IPAddressList{}
+	if err := r.Client.List(ctx, addresses, client.InNamespace(pool.Namespace)); err != nil {
+		return nil, err
+	}
+	index := &poolIndex{allocations: map[string]ipamv1.IPAddressStr{}, used: map[string]bool{}}
+	for _, preAllocated := range pool.Spec.PreAllocations {
+		index.used[canonical(preAllocated)] = true
+	}
+	for _, address := range addresses.Items {
+		if address.Spec.Pool.Name == pool.Name {
+			index.used[canonical(address.Spec.Address)] = true
+			index.allocations[address.Spec.Claim.Name] = address.Spec.Address
+		}
+	}
+	return index, nil
 }
 
 func (r *Reconciler) clusterExists(ctx context.Context, pool *ipamv1.IPPool) (bool, error) {
@@ -140,38 +165,57 @@ func (r *Reconciler) clusterExists(ctx context.Context, pool *ipamv1.IPPool) (bo
 	return err == nil, err
 }
 
-func (r *Reconciler) allocate(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim,
-	used map[string]bool, allocations map[string]ipamv1.IPAddressStr,
-) error {
+// serve gives a claim its address (IPAM's updateAddress and createAddress):
+// the IPAddress is created first, and the claim's finalizer and status are
+// written last, in one go, as IPAM's deferred patch helper writes them.
+func (r *Reconciler) serve(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim, index *poolIndex) error {
 	original := claim.DeepCopy()
-	if controllerutil.AddFinalizer(claim, ipamv1.IPClaimFinalizer) {
-		if err := r.Client.Patch(ctx, claim, client.MergeFrom(original)); err != nil {
-			return err
-		}
+	controllerutil.AddFinalizer(claim, ipamv1.IPClaimFinalizer)
+	claim.Status.ErrorMessage = nil
+	allocateErr := r.allocate(ctx, pool, claim, index)
+	if err := r.patchClaim(ctx, original, claim); err != nil {
+		return errors.Join(allocateErr, fmt.Errorf("failed to patch IPClaim %s: %w", claim.Name, err))
 	}
+	return allocateErr
+}
 
-	statusBase := claim.DeepCopy()
-	if address, ok := allocations[claim.Name]; ok {
-		claim.Status.Address = &corev1.ObjectReference{Name: addressName(pool, address), Namespace: pool.Namespace}
-		return r.Client.Status().Patch(ctx, claim, client.MergeFrom(statusBase))
+// allocate sets the claim's status.address, creating its IPAddress unless
+// the claim's name already has one, or its status.errorMessage.
+func (r *Reconciler) allocate(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim, index *poolIndex) error {
+	if ip, ok := index.allocations[claim.Name]; ok {
+		claim.Status.Address = &corev1.ObjectReference{Name: addressName(pool, ip), Namespace: pool.Namespace}
+		return nil
 	}
-	entry, ip, found := pick(pool, claim.Name, used)
+	entry, ip, found := pick(pool, claim.Name, index.used)
 	if !found {
 		message := ExhaustedMessage
 		if _, preAllocated := pool.Spec.PreAllocations[claim.Name]; preAllocated {
 			message = PreAllocationOutOfPoolMessage
 		}
 		claim.Status.ErrorMessage = ptr.To(message)
-		return r.Client.Status().Patch(ctx, claim, client.MergeFrom(statusBase))
+		return nil
 	}
-
 	address := newAddress(pool, claim, entry, ip)
 	if err := r.Client.Create(ctx, address); err != nil {
+		// AlreadyExists included: IPAM requeues and looks again.
 		return fmt.Errorf("creating IPAddress %s: %w", address.Name, err)
 	}
-	used[canonical(ip)] = true
-	allocations[claim.Name] = ip
+	index.used[canonical(ip)] = true
+	index.allocations[claim.Name] = ip
 	claim.Status.Address = &corev1.ObjectReference{Name: address.Name, Namespace: pool.Namespace}
+	return nil
+}
+
+// patchClaim writes the claim's metadata, then its status, as Cluster API's
+// patch helper does.
+func (r *Reconciler) patchClaim(ctx context.Context, original, claim *ipamv1.IPClaim) error {
+	statusChange := claim.DeepCopy()
+	claim.Status = original.Status
+	if err := r.Client.Patch(ctx, claim, client.MergeFrom(original)); err != nil {
+		return err
+	}
+	statusBase := claim.DeepCopy()
+	claim.Status = statusChange.Status
 	return r.Client.Status().Patch(ctx, claim, client.MergeFrom(statusBase))
 }
 
@@ -232,61 +276,44 @@ func newAddress(pool *ipamv1.IPPool, claim *ipamv1.IPClaim, entry ipamv1.Pool, i
 	}
 }
 
-// release deletes the address of a claim being deleted, once IPAM's finalizer
-// is the only one left, and then lets the claim go.
-func (r *Reconciler) release(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim,
-	allocations map[string]ipamv1.IPAddressStr,
-) error {
-	if len(claim.Finalizers) != 1 || claim.Finalizers[0] != ipamv1.IPClaimFinalizer {
+// release lets a deleted claim go once IPAM's finalizer is its last (IPAM's
+// deleteAddress): it deletes the IPAddress its cached allocations name, if
+// the cache has it, then removes the claim's finalizer.
+func (r *Reconciler) release(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim, index *poolIndex) error {
+	if len(claim.Finalizers) > 1 || (len(claim.Finalizers) == 1 && claim.Finalizers[0] != ipamv1.IPClaimFinalizer) {
 		return nil
 	}
-	addresses, err := r.addressesOf(ctx, pool, claim)
-	if err != nil {
+	ip, allocated := index.allocations[claim.Name]
+	if allocated {
+		address := &ipamv1.IPAddress{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: addressName(pool, ip)}, address)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err == nil {
+			original := address.DeepCopy()
+			controllerutil.RemoveFinalizer(address, ipamv1.IPAddressFinalizer)
+			if err := r.Client.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			if err := r.Client.Delete(ctx, address); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	original := claim.DeepCopy()
+	claim.Status.Address = nil
+	controllerutil.RemoveFinalizer(claim, ipamv1.IPClaimFinalizer)
+	if err := r.Client.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	for i := range addresses {
-		address := &addresses[i]
-		original := address.DeepCopy()
-		controllerutil.RemoveFinalizer(address, ipamv1.IPAddressFinalizer)
-		if err := r.Client.Patch(ctx, address, client.MergeFrom(original)); client.IgnoreNotFound(err) != nil {
-			return err
+	if allocated {
+		if _, preAllocated := pool.Spec.PreAllocations[claim.Name]; !preAllocated {
+			delete(index.used, canonical(ip))
 		}
-		if err := r.Client.Delete(ctx, address); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+		delete(index.allocations, claim.Name)
 	}
-	delete(allocations, claim.Name)
-	original := claim.DeepCopy()
-	controllerutil.RemoveFinalizer(claim, ipamv1.IPClaimFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, claim, client.MergeFrom(original)))
-}
-
-// addressesOf reads past the cache the IPAddresses of a claim: the one its
-// status.address names, else those of the pool whose spec.claim names it. The
-// cache may not have seen a new address, nor the claim's status.address.
-func (r *Reconciler) addressesOf(ctx context.Context, pool *ipamv1.IPPool, claim *ipamv1.IPClaim) ([]ipamv1.IPAddress, error) {
-	if claim.Status.Address != nil && claim.Status.Address.Name != "" {
-		address := ipamv1.IPAddress{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: claim.Status.Address.Name}, &address)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return []ipamv1.IPAddress{address}, nil
-	}
-	list := &ipamv1.IPAddressList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(claim.Namespace)); err != nil {
-		return nil, err
-	}
-	var addresses []ipamv1.IPAddress
-	for _, address := range list.Items {
-		if address.Spec.Claim.Name == claim.Name && address.Spec.Pool.Name == pool.Name {
-			addresses = append(addresses, address)
-		}
-	}
-	return addresses, nil
+	return nil
 }
 
 func (r *Reconciler) recordAllocations(ctx context.Context, pool *ipamv1.IPPool, allocations map[string]ipamv1.IPAddressStr) error {
