@@ -2,6 +2,7 @@ package ironic
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,4 +95,23 @@ func TestIronicValidatesNetworkData(t *testing.T) {
 
 func withoutNetworkID(bondMode string) string {
 	return strings.Replace(fmt.Sprintf(document, bondMode), `"network_id": "provisioning", `, "", 1)
+}
+
+// Ironic names one failure, often from a branch of a oneOf that was never
+// meant; the installed schema's account names the real one.
+func TestSchemaFailuresNameTheMeantBranch(t *testing.T) {
+	t.Parallel()
+	failures := func(document string) []string {
+		t.Helper()
+		var networkData map[string]any
+		require.NoError(t, json.Unmarshal([]byte(document), &networkData))
+		found, err := schemaFailures(networkData)
+		require.NoError(t, err)
+		return found
+	}
+	assert.Equal(t, []string{"/networks/0: missing property 'network_id'"}, failures(withoutNetworkID("active-backup")))
+	assert.Equal(t, []string{"/links/1: missing property 'ethernet_mac_address'"},
+		failures(strings.Replace(fmt.Sprintf(document, "active-backup"), `"ethernet_mac_address": "00:5c:52:31:3c:02"`, `"name": "eno2"`, 1)))
+	assert.Equal(t, []string{"/links/2/bond_mode: value must be one of '802.1ad', 'balance-rr', 'active-backup', 'balance-xor', 'broadcast', 'balance-tlb', 'balance-alb'"},
+		failures(fmt.Sprintf(document, "802.3ad")))
 }

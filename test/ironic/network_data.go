@@ -146,7 +146,7 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	if len(bonds) == 0 {
 		stored, err := s.setNetworkData(ctx, node, networkData)
 		if err != nil {
-			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w (ironic log: %s)", name, err, s.LogPath)
+			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, explainRefusal(err, networkData), s.LogPath)
 		}
 		return &Accepted{Node: stored, NetworkData: networkData}, nil
 	}
@@ -156,12 +156,12 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	case err == nil:
 		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, SchemaPath, s.bondModes)
 	case !InvalidNetworkData(err) || !strings.Contains(err.Error(), "'bond_mode': '802.3ad'"):
-		return nil, fmt.Errorf("%s: ironic 21.4 must refuse the bond mode 802.3ad, and only it; it answered: %w (ironic log: %s)", name, err, s.LogPath)
+		return nil, fmt.Errorf("%s: ironic 21.4 must refuse the bond mode 802.3ad, and only it; it answered: %w\n(ironic log: %s)", name, explainRefusal(err, networkData), s.LogPath)
 	}
 	stored, err := s.setNetworkData(ctx, node, substituted)
 	if err != nil {
-		return nil, fmt.Errorf("%s: with bonds %v sent as 802.1ad (the only change), ironic still did not take the network data: %w (ironic log: %s)",
-			name, bonds, err, s.LogPath)
+		return nil, fmt.Errorf("%s: with bonds %v sent as 802.1ad (the only change), ironic still did not take the network data: %w\n(ironic log: %s)",
+			name, bonds, explainRefusal(err, substituted), s.LogPath)
 	}
 	return &Accepted{Node: stored, NetworkData: substituted, BondModeSubstituted: true}, nil
 }
