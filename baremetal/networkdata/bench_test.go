@@ -1,10 +1,20 @@
 package networkdata
 
-import "testing"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// realisticBondParameters are the scalar bond parameters of our template kind.
+var realisticBondParameters = map[string]map[string]intstr.IntOrString{
+	"bond0": {"miimon": intstr.FromInt32(100), "lacp_rate": intstr.FromString("fast")},
+}
 
 // realisticTemplate is a dual-stack host: two NICs bonded with LACP, a
 // storage VLAN on the bond, static IPv4 and IPv6 from Metal3 pools with
-// routes and DNS.
+// routes and DNS. The bond and the VLAN take eth1's MAC from an annotation;
+// the bond's parameter is an object, as CAPM3's schema requires.
 const realisticTemplate = `{
 	"links": {
 		"ethernets": [
@@ -12,8 +22,10 @@ const realisticTemplate = `{
 			{"type": "phy", "id": "eth1", "mtu": 9000, "macAddress": {"fromAnnotation": {"object": "baremetalhost", "annotation": "mac.example.com/eth1"}}}
 		],
 		"bonds": [{"id": "bond0", "bondMode": "802.3ad", "bondXmitHashPolicy": "layer3+4", "mtu": 9000, "bondLinks": ["eth0", "eth1"],
-			"parameters": [{"name": "miimon", "value": 100}, {"name": "lacp_rate", "value": "fast"}]}],
-		"vlans": [{"id": "storage", "vlanID": 200, "vlanLink": "bond0", "mtu": 9000}]
+			"macAddress": {"fromAnnotation": {"object": "baremetalhost", "annotation": "mac.example.com/eth1"}},
+			"parameters": [{"name": "options", "value": {"miimon": 100, "lacp_rate": "fast"}}]}],
+		"vlans": [{"id": "storage", "vlanID": 200, "vlanLink": "bond0", "mtu": 9000,
+			"macAddress": {"fromAnnotation": {"object": "baremetalhost", "annotation": "mac.example.com/eth1"}}}]
 	},
 	"networks": {
 		"ipv4": [
@@ -40,12 +52,13 @@ func BenchmarkRender(b *testing.B) {
 		"storage-v4": {IP: "172.16.0.10", Prefix: 24},
 		"prov-v6":    {IP: "2001:db8::10", Prefix: 64, Gateway: "2001:db8::1", DNSServers: []string{"2001:db8::53"}},
 	}
-	if _, err := Render(nd, host, addresses); err != nil {
+	bondParams := WithBondParameters(realisticBondParameters)
+	if _, err := Render(nd, host, addresses, bondParams); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Render(nd, host, addresses); err != nil {
+		if _, err := Render(nd, host, addresses, bondParams); err != nil {
 			b.Fatal(err)
 		}
 	}

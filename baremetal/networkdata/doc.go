@@ -4,10 +4,26 @@
 //
 // The document is, as data, the one CAPM3's Metal3Data controller renders
 // (renderNetworkData in CAPM3's baremetal/metal3data_manager.go, v1.13): the
-// same keys, list order, netmask spelling and empty lists. It differs only
-// where no Machine exists yet: before provisioning the only object the
-// template may read is the BareMetalHost, and a host that was not inspected
-// yet has no NIC list, so fromHostInterface can only fall back to the boot MAC.
+// same keys, list order, netmask spelling and empty lists, plus what Ironic's
+// API requires. BMO sends the document to Ironic as the node's network_data,
+// and Ironic refuses the node (HTTP 400) unless the document is valid under
+// its network_data schema; so Render only returns valid documents. It
+// differs from CAPM3 only there and where no Machine exists yet:
+//   - every network carries network_id (its id), which the schema requires
+//     and CAPM3 never writes;
+//   - what CAPM3 would render but the schema refuses is an input error
+//     instead: a link without macAddress, a bond without bondLinks, a route
+//     without gateway or network, a /32 IPv4 netmask, an address of the wrong
+//     family or in a spelling the schema does not take;
+//   - a route gateway fromPoolAnnotation on a DHCP or SLAAC network is an
+//     input error: CAPM3 claims no address from that pool there and fails;
+//   - bond parameters may also come as scalars (WithBondParameters), which
+//     the ramdisk's and the OS's network tools read and CAPM3 cannot give;
+//   - before provisioning the only object the template may read is the
+//     BareMetalHost, and a host that was not inspected yet has no NIC list,
+//     so fromHostInterface can only fall back to the boot MAC.
+//
+// docs/network-data.md lists these differences for users.
 //
 // The package is pure: no Kubernetes client, no I/O. PoolNames tells the
 // caller which IPPools to claim addresses from; Render produces the bytes.

@@ -9,9 +9,9 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-// links renders the links in CAPM3's order: bonds, then ethernets, then vlans.
-// mtu is always present (CAPM3 emits it even when zero), name only when set,
-// and the MAC key only when the link has a macAddress.
+// links renders the links in CAPM3's order: bonds, then ethernets, then vlans,
+// with mtu always and name only when set, as CAPM3 does. Unlike CAPM3 it
+// refuses a link without macAddress (see linkFieldErrors).
 func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 	c.planBootMAC(l)
 	out := make([]any, 0, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
@@ -23,28 +23,32 @@ func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 			"mtu":                   b.MTU,
 			"bond_mode":             b.BondMode,
 			"bond_xmit_hash_policy": b.BondXmitHashPolicy,
-			"bond_links":            b.BondLinks, // null when unset, as in CAPM3
+			"bond_links":            b.BondLinks,
 		}
-		if err := c.common(entry, field, b.Name, "ethernet_mac_address", b.MACAddress); err != nil {
+		if err := c.common(entry, field, b.Name, "ethernet_mac_address", "bond", b.MACAddress); err != nil {
 			return nil, err
 		}
 		if err := addBondParams(entry, field, b.Parameters); err != nil {
 			return nil, err
+		}
+		// bondParamErrors has made sure these overwrite nothing.
+		for name, value := range c.bondParams[b.Id] {
+			entry["bond_"+name] = scalar(value)
 		}
 		out = append(out, entry)
 	}
 	for i, e := range l.Ethernets {
 		field := item(root+".links.ethernets", i, e.Id)
 		entry := map[string]any{"type": e.Type, "id": e.Id, "mtu": e.MTU}
-		if err := c.common(entry, field, e.Name, "ethernet_mac_address", e.MACAddress); err != nil {
+		if err := c.common(entry, field, e.Name, "ethernet_mac_address", "ethernet", e.MACAddress); err != nil {
 			return nil, err
 		}
 		out = append(out, entry)
 	}
 	for i, v := range l.Vlans {
 		field := item(root+".links.vlans", i, v.Id)
-		if v.VlanID == nil {
-			return nil, inputErr(field+".vlanID", "is not set; set the VLAN id (0-4096)")
+		if err := vlanIDErr(field, v.VlanID); err != nil {
+			return nil, err
 		}
 		entry := map[string]any{
 			"type":      "vlan",
@@ -53,7 +57,7 @@ func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 			"vlan_id":   *v.VlanID,
 			"vlan_link": v.VlanLink,
 		}
-		if err := c.common(entry, field, v.Name, "vlan_mac_address", v.MACAddress); err != nil {
+		if err := c.common(entry, field, v.Name, "vlan_mac_address", "vlan", v.MACAddress); err != nil {
 			return nil, err
 		}
 		out = append(out, entry)
@@ -61,13 +65,14 @@ func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 	return out, nil
 }
 
-// common adds the optional name and MAC address every link type may carry.
-func (c *compiler) common(entry map[string]any, field, name, macKey string, mac *capm3.NetworkLinkEthernetMac) error {
+// common adds the optional name and the MAC address, under macKey, of a
+// link of its kind.
+func (c *compiler) common(entry map[string]any, field, name, macKey, kind string, mac *capm3.NetworkLinkEthernetMac) error {
 	if name != "" {
 		entry["name"] = name
 	}
-	if mac == nil {
-		return nil
+	if err := macSetErr(field, mac, macKey, kind); err != nil {
+		return err
 	}
 	addr, err := c.mac(mac, field)
 	if err != nil {

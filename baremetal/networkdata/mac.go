@@ -21,7 +21,7 @@ func (c *compiler) mac(m *capm3.NetworkLinkEthernetMac, link string) (string, er
 	case m.FromAnnotation != (capm3.NetworkLinkEthernetMacFromAnnotation{}):
 		return c.macFromAnnotation(m.FromAnnotation, field+".fromAnnotation")
 	}
-	return "", inputErr(field, "has no source; set string, fromHostInterface or fromAnnotation, or remove macAddress so cloud-init matches the interface by name")
+	return "", inputErr(field, "has no source; set string, fromHostInterface or fromAnnotation")
 }
 
 // planBootMAC finds the link allowed to take the host's bootMACAddress.

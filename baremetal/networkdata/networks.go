@@ -1,6 +1,8 @@
 package networkdata
 
 import (
+	"strconv"
+
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
@@ -8,6 +10,7 @@ import (
 // one code path. Static networks (ipv4, ipv6) also carry an address source.
 type networkSpec struct {
 	field    string
+	list     string // the template list it is in, e.g. ipv4DHCP
 	kind     string // the rendered "type"
 	ipv4     bool
 	static   bool
@@ -39,33 +42,33 @@ func networkSpecs(n *capm3.NetworkDataNetwork) []networkSpec {
 	out := make([]networkSpec, 0, len(n.IPv4)+len(n.IPv6)+len(n.IPv4DHCP)+len(n.IPv6DHCP)+len(n.IPv6SLAAC))
 	for i, s := range n.IPv4 {
 		out = append(out, networkSpec{
-			field: item(root+".networks.ipv4", i, s.ID), kind: "ipv4", ipv4: true, static: true,
+			field: item(root+".networks.ipv4", i, s.ID), list: "ipv4", kind: "ipv4", ipv4: true, static: true,
 			id: s.ID, link: s.Link, ipPool: s.IPAddressFromIPPool, poolRef: s.FromPoolRef, poolAnn: s.FromPoolAnnotation,
 			routes: routesV4(s.Routes),
 		})
 	}
 	for i, s := range n.IPv6 {
 		out = append(out, networkSpec{
-			field: item(root+".networks.ipv6", i, s.ID), kind: "ipv6", static: true,
+			field: item(root+".networks.ipv6", i, s.ID), list: "ipv6", kind: "ipv6", static: true,
 			id: s.ID, link: s.Link, ipPool: s.IPAddressFromIPPool, poolRef: s.FromPoolRef, poolAnn: s.FromPoolAnnotation,
 			routes: routesV6(s.Routes),
 		})
 	}
 	for i, s := range n.IPv4DHCP {
 		out = append(out, networkSpec{
-			field: item(root+".networks.ipv4DHCP", i, s.ID), kind: "ipv4_dhcp", ipv4: true,
+			field: item(root+".networks.ipv4DHCP", i, s.ID), list: "ipv4DHCP", kind: "ipv4_dhcp", ipv4: true,
 			id: s.ID, link: s.Link, routes: routesV4(s.Routes),
 		})
 	}
 	for i, s := range n.IPv6DHCP {
 		out = append(out, networkSpec{
-			field: item(root+".networks.ipv6DHCP", i, s.ID), kind: "ipv6_dhcp",
+			field: item(root+".networks.ipv6DHCP", i, s.ID), list: "ipv6DHCP", kind: "ipv6_dhcp",
 			id: s.ID, link: s.Link, routes: routesV6(s.Routes),
 		})
 	}
 	for i, s := range n.IPv6SLAAC {
 		out = append(out, networkSpec{
-			field: item(root+".networks.ipv6SLAAC", i, s.ID), kind: "ipv6_slaac",
+			field: item(root+".networks.ipv6SLAAC", i, s.ID), list: "ipv6SLAAC", kind: "ipv6_slaac",
 			id: s.ID, link: s.Link, routes: routesV6(s.Routes),
 		})
 	}
@@ -126,17 +129,20 @@ type networkPlan struct {
 
 type routePlan struct {
 	network, netmask string
+	ipv4             bool
 	gateway          string
 	gatewayPool      string // when set, the gateway is the pool's gateway
 	gatewayField     string
 	services         dnsPlan
 }
 
-// dnsPlan is a list of DNS servers, followed by those of a pool if set.
+// dnsPlan is a list of DNS servers, followed by those of a pool if set, all
+// of the family (see family, or eitherFamily).
 type dnsPlan struct {
 	addresses []string
 	pool      string
 	field     string
+	family    string
 }
 
 func (c *compiler) networks(specs []networkSpec) ([]networkPlan, error) {
@@ -152,7 +158,7 @@ func (c *compiler) networks(specs []networkSpec) ([]networkPlan, error) {
 		}
 		n.routes = make([]routePlan, 0, len(s.routes))
 		for i, r := range s.routes {
-			rp, err := c.route(r, item(s.field+".routes", i, ""), s.ipv4)
+			rp, err := c.route(r, item(s.field+".routes", i, ""), s)
 			if err != nil {
 				return nil, err
 			}
@@ -177,41 +183,64 @@ func (c *compiler) addressPool(s networkSpec) (string, error) {
 	return "", inputErr(s.field, "has no address source; set ipAddressFromIPPool, fromPoolRef or fromPoolAnnotation to a Metal3 IPPool, or use an ipv4DHCP, ipv6DHCP or ipv6SLAAC network")
 }
 
-func (c *compiler) route(r routeSpec, field string, ipv4 bool) (routePlan, error) {
+// route resolves one route of network s. Ironic's network_data schema
+// requires a network address, a netmask and a gateway of the route's family.
+func (c *compiler) route(r routeSpec, field string, s networkSpec) (routePlan, error) {
 	prefix := 0 // CAPM3 renders a route without prefix as a zero-length mask
 	if r.prefix != nil {
 		prefix = int(*r.prefix)
 	}
-	mask, ok := netmask(prefix, ipv4)
+	mask, ok := netmask(prefix, s.ipv4)
 	if !ok {
-		return routePlan{}, inputErr(field+".prefix", "%d is not a valid %s prefix length; use %s", prefix, family(ipv4), prefixRange(ipv4))
+		return routePlan{}, inputErr(field+".prefix", "%d is not a valid %s prefix length; use %s", prefix, family(s.ipv4), prefixRange(s.ipv4))
 	}
-	rp := routePlan{network: r.network, netmask: mask, gatewayField: field + ".gateway"}
+	if mask == ironicRefusedMask {
+		return routePlan{}, inputErr(field+".prefix", "32 renders netmask %s, which Ironic's network_data schema refuses, so no /32 route can reach the host; use a shorter prefix or drop the route", mask)
+	}
+	if _, err := parseAddress(field+".network", r.network, family(s.ipv4)); err != nil {
+		return routePlan{}, err
+	}
+	rp := routePlan{network: r.network, netmask: mask, ipv4: s.ipv4, gatewayField: field + ".gateway"}
 	gw := field + ".gateway"
 	var err error
 	// CAPM3's order: string, fromPoolAnnotation, fromPoolRef, fromIPPool.
 	switch {
 	case r.gwString != nil:
+		_, err = parseAddress(gw+".string", *r.gwString, family(s.ipv4))
 		rp.gateway = *r.gwString
+	case r.gwAnn != (capm3.FromPoolAnnotation{}) && !s.static:
+		// CAPM3's getReferencedPools claims no address from an annotation's
+		// pool on these networks, and its getRoutesv4/v6 then fail.
+		err = inputErr(gw+".fromPoolAnnotation", "is not supported on a route of an %s network: CAPM3 claims no address from that pool there, "+
+			"so the host's Metal3Data fails at provisioning; use fromIPPool, fromPoolRef or string", s.list)
 	case r.gwAnn != (capm3.FromPoolAnnotation{}):
 		rp.gatewayPool, err = c.poolFromAnnotation(r.gwAnn, gw+".fromPoolAnnotation", "string, fromIPPool or fromPoolRef")
 	case r.gwRef.Name != "":
 		rp.gatewayPool, err = c.poolFromRef(r.gwRef, gw+".fromPoolRef")
 	case r.gwFromPool != "":
 		rp.gatewayPool = c.usePool(r.gwFromPool)
+	default:
+		err = inputErr(gw, "has no source; set string, fromIPPool or fromPoolRef: Ironic's network_data schema requires a gateway on every route")
 	}
 	if err != nil {
 		return routePlan{}, err
 	}
-	rp.services = c.dns(r.dns, r.dnsPool, field+".services.dnsFromIPPool")
-	return rp, nil
+	rp.services, err = c.dns(r.dns, r.dnsPool, field+".services", family(s.ipv4))
+	return rp, err
 }
 
-func (c *compiler) dns(addresses []string, pool, field string) dnsPlan {
+// dns plans a list of DNS services of the family: the addresses the
+// template spells out, then those of a pool. field is the services path.
+func (c *compiler) dns(addresses []string, pool, field, fam string) (dnsPlan, error) {
+	for i, a := range addresses {
+		if _, err := parseAddress(field+".dns["+strconv.Itoa(i)+"]", a, fam); err != nil {
+			return dnsPlan{}, err
+		}
+	}
 	if pool != "" {
 		c.usePool(pool)
 	}
-	return dnsPlan{addresses: addresses, pool: pool, field: field}
+	return dnsPlan{addresses: addresses, pool: pool, field: field + ".dnsFromIPPool", family: fam}, nil
 }
 
 func (n *networkPlan) render(addresses map[string]Address) (map[string]any, error) {
@@ -223,7 +252,9 @@ func (n *networkPlan) render(addresses map[string]Address) (map[string]any, erro
 		}
 		routes = append(routes, r)
 	}
-	entry := map[string]any{"type": n.kind, "id": n.id, "link": n.link, "routes": routes}
+	// network_id is what Ironic's schema requires and CAPM3 leaves out; the
+	// network's id is unique in the document, so it is a sound value.
+	entry := map[string]any{"type": n.kind, "id": n.id, "network_id": n.id, "link": n.link, "routes": routes}
 	if n.addressPool == "" {
 		return entry, nil
 	}
@@ -231,9 +262,15 @@ func (n *networkPlan) render(addresses map[string]Address) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
+	if problem, _ := addressProblem(a.IP, family(n.ipv4)); problem != "" {
+		return nil, inputErr(n.field, "IPPool %s gave address %s, which %s; use a pool of the network's family", quote(n.addressPool), quote(a.IP), problem)
+	}
 	mask, ok := netmask(a.Prefix, n.ipv4)
 	if !ok {
 		return nil, inputErr(n.field, "IPPool %s gave prefix %d, which is not a valid %s prefix length (%s); fix the prefix of the IPPool", quote(n.addressPool), a.Prefix, family(n.ipv4), prefixRange(n.ipv4))
+	}
+	if mask == ironicRefusedMask {
+		return nil, inputErr(n.field, "IPPool %s gave prefix 32, whose netmask %s Ironic's network_data schema refuses; give the IPPool a shorter prefix", quote(n.addressPool), mask)
 	}
 	entry["ip_address"] = a.IP
 	entry["netmask"] = mask
@@ -246,6 +283,12 @@ func (r *routePlan) render(addresses map[string]Address) (map[string]any, error)
 		a, err := lookup(addresses, r.gatewayPool, r.gatewayField)
 		if err != nil {
 			return nil, err
+		}
+		if a.Gateway == "" {
+			return nil, inputErr(r.gatewayField, "IPPool %s has no gateway, and Ironic's network_data schema requires one on every route; set spec.gateway on the IPPool, or give the route a gateway string", quote(r.gatewayPool))
+		}
+		if problem, _ := addressProblem(a.Gateway, family(r.ipv4)); problem != "" {
+			return nil, inputErr(r.gatewayField, "IPPool %s gave gateway %s, which %s; use a pool of the route's family", quote(r.gatewayPool), quote(a.Gateway), problem)
 		}
 		gateway = a.Gateway
 	}
@@ -270,6 +313,10 @@ func (d *dnsPlan) render(addresses map[string]Address) ([]any, error) {
 		return nil, err
 	}
 	for _, s := range a.DNSServers {
+		if problem, _ := addressProblem(s, d.family); problem != "" {
+			return nil, inputErr(d.field, "IPPool %s lists DNS server %s, which %s; list only %s DNS servers on the IPPool, or write them in services.dns",
+				quote(d.pool), quote(s), problem, d.family)
+		}
 		out = append(out, dnsService(s))
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // PoolNames returns the sorted, de-duplicated names of every Metal3 IPAM
@@ -14,8 +15,8 @@ import (
 // fromPoolRef, fromPoolAnnotation), route gateways and DNS servers. It checks
 // the whole template against the host first, so the caller claims no address
 // for a template Render would reject; errors match ErrInvalidInput.
-func PoolNames(nd *capm3.NetworkData, host Host) ([]string, error) {
-	p, err := compile(nd, host)
+func PoolNames(nd *capm3.NetworkData, host Host, opts ...Option) ([]string, error) {
+	p, err := compile(nd, host, newOptions(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +28,12 @@ func PoolNames(nd *capm3.NetworkData, host Host) ([]string, error) {
 	return names, nil
 }
 
-// Render returns the network_data document as JSON. Keys are sorted and list
-// order follows the template, so the same input always yields the same bytes.
-// addresses is keyed by pool name and must hold every pool PoolNames returns.
-func Render(nd *capm3.NetworkData, host Host, addresses map[string]Address) ([]byte, error) {
-	p, err := compile(nd, host)
+// Render returns the network_data document as JSON, valid under Ironic's
+// network_data schema. Keys are sorted and list order follows the template,
+// so the same input always yields the same bytes. addresses is keyed by pool
+// name and must hold every pool PoolNames returns for the same options.
+func Render(nd *capm3.NetworkData, host Host, addresses map[string]Address, opts ...Option) ([]byte, error) {
+	p, err := compile(nd, host, newOptions(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -54,16 +56,15 @@ type plan struct {
 // compile checks the template and resolves every host-dependent value.
 // A nil template yields empty lists, as CAPM3 does for a template whose
 // networkData has no links, networks or services.
-func compile(nd *capm3.NetworkData, host Host) (*plan, error) {
-	p := &plan{links: []any{}, pools: map[string]struct{}{}}
-	if nd == nil {
-		return p, nil
-	}
+func compile(nd *capm3.NetworkData, host Host, o options) (*plan, error) {
 	var links capm3.NetworkDataLink
-	if nd.Links != nil {
+	var nets []networkSpec
+	if nd != nil && nd.Links != nil {
 		links = *nd.Links
 	}
-	nets := networkSpecs(nd.Networks)
+	if nd != nil {
+		nets = networkSpecs(nd.Networks)
+	}
 	ids, err := checkLinks(links)
 	if err != nil {
 		return nil, err
@@ -71,27 +72,34 @@ func compile(nd *capm3.NetworkData, host Host) (*plan, error) {
 	if err := checkNetworks(nets, ids); err != nil {
 		return nil, err
 	}
-	c := &compiler{host: host, plan: p}
+	if errs := bondParamErrors(o.bondParams, links.Bonds, true); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	p := &plan{pools: map[string]struct{}{}}
+	c := &compiler{host: host, plan: p, bondParams: o.bondParams}
 	if p.links, err = c.links(links); err != nil {
 		return nil, err
 	}
 	if p.networks, err = c.networks(nets); err != nil {
 		return nil, err
 	}
-	if nd.Services != nil {
+	if nd != nil && nd.Services != nil {
 		dns := make([]string, len(nd.Services.DNS))
 		for i, a := range nd.Services.DNS {
 			dns[i] = string(a)
 		}
-		p.services = c.dns(dns, nd.Services.DNSFromIPPool, root+".services.dnsFromIPPool")
+		if p.services, err = c.dns(dns, nd.Services.DNSFromIPPool, root+".services", eitherFamily); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
 
 // compiler carries the host and the plan while the template is resolved.
 type compiler struct {
-	host Host
-	plan *plan
+	host       Host
+	plan       *plan
+	bondParams map[string]map[string]intstr.IntOrString
 	// bootMACLink is the field of the one ethernet link whose
 	// fromHostInterface may use the host's bootMACAddress; see mac.go.
 	bootMACLink string

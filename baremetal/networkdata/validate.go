@@ -1,7 +1,9 @@
 package networkdata
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
@@ -16,9 +18,9 @@ func checkLinks(l capm3.NetworkDataLink) (map[string]string, error) {
 	return ids, nil
 }
 
-// linkErrors checks that link ids are set and unique and that bonds and vlans
-// only refer to defined links. It returns the link ids with their fields and
-// every problem, in template order.
+// linkErrors checks that link ids are set and unique, that bonds and vlans
+// only refer to defined links, and what linkFieldErrors checks. It returns the
+// link ids with their fields and every problem, in template order.
 func linkErrors(l capm3.NetworkDataLink) (map[string]string, []error) {
 	ids := make(map[string]string, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
 	var errs []error
@@ -55,7 +57,86 @@ func linkErrors(l capm3.NetworkDataLink) (map[string]string, []error) {
 			errs = append(errs, err)
 		}
 	}
-	return ids, errs
+	return ids, append(errs, linkFieldErrors(l)...)
+}
+
+// ethernetTypes are the ethernet link types of CAPM3's schema, the same as
+// those of Ironic's network_data schema.
+var ethernetTypes = []string{"bridge", "dvs", "hw_veb", "hyperv", "ovs", "tap", "vhostuser", "vif", "phy"}
+
+// bondModes are the bond modes of CAPM3's schema. Ironic's network_data
+// schema lists the same ones, with 802.3ad misspelt 802.1ad up to Ironic 21.4.
+var bondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "balance-tlb", "balance-alb", "802.3ad"}
+
+// MTU range of CAPM3's schema, inside the 1-65535 of Ironic's; the API
+// server fills in 1500 when mtu is left out.
+const minMTU, maxMTU = 1280, 9000
+
+// linkFieldErrors checks each link's own fields, which no host changes:
+// those Ironic's network_data schema requires (a MAC address on every link,
+// bond members, an mtu it accepts) and the enums of CAPM3's schema.
+func linkFieldErrors(l capm3.NetworkDataLink) []error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, b := range l.Bonds {
+		field := item(root+".links.bonds", i, b.Id)
+		add(enumErr(field+".bondMode", b.BondMode, "a bond mode", bondModes))
+		if len(b.BondLinks) == 0 {
+			add(inputErr(field+".bondLinks", "is empty; list the ids of the bond's member links: Ironic's network_data schema requires bond_links, and a bond without members carries no traffic"))
+		}
+		add(mtuErr(field, b.MTU))
+		add(macSetErr(field, b.MACAddress, "ethernet_mac_address", "bond"))
+	}
+	for i, e := range l.Ethernets {
+		field := item(root+".links.ethernets", i, e.Id)
+		add(enumErr(field+".type", e.Type, "an ethernet link type", ethernetTypes))
+		add(mtuErr(field, e.MTU))
+		add(macSetErr(field, e.MACAddress, "ethernet_mac_address", "ethernet"))
+	}
+	for i, v := range l.Vlans {
+		field := item(root+".links.vlans", i, v.Id)
+		add(vlanIDErr(field, v.VlanID))
+		add(mtuErr(field, v.MTU))
+		add(macSetErr(field, v.MACAddress, "vlan_mac_address", "vlan"))
+	}
+	return errs
+}
+
+func enumErr(field, value, what string, allowed []string) error {
+	switch {
+	case value == "":
+		return inputErr(field, "is not set; set it to one of %s", strings.Join(allowed, ", "))
+	case !slices.Contains(allowed, value):
+		return inputErr(field, "%s is not %s; use one of %s", quote(value), what, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func mtuErr(link string, mtu int32) error {
+	if mtu < minMTU || mtu > maxMTU {
+		return inputErr(link+".mtu", "%d is outside %d-%d, the MTUs CAPM3's schema accepts; set mtu, e.g. 1500", mtu, minMTU, maxMTU)
+	}
+	return nil
+}
+
+// macSetErr refuses a link without macAddress: Ironic's network_data schema
+// requires its MAC key (macKey) on every link of its kind.
+func macSetErr(link string, mac *capm3.NetworkLinkEthernetMac, macKey, kind string) error {
+	if mac == nil {
+		return inputErr(link+".macAddress", "is not set; Ironic's network_data schema requires %s on every %s: set string, fromHostInterface or fromAnnotation", macKey, kind)
+	}
+	return nil
+}
+
+func vlanIDErr(link string, id *int32) error {
+	if id == nil {
+		return inputErr(link+".vlanID", "is not set; set the VLAN id (0-4096)")
+	}
+	return nil
 }
 
 // checkNetworks returns the first problem networkErrors finds.

@@ -2,7 +2,7 @@ package networkdata
 
 import (
 	"errors"
-	"net/netip"
+	"slices"
 	"strconv"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -10,15 +10,20 @@ import (
 
 // ValidateTemplate returns every problem of a network data template that no
 // BareMetalHost can fix, in template order: what PoolNames and Render refuse
-// whatever the host, plus addresses Render passes through as written but the
-// ramdisk cannot use. Problems that depend on the host (annotation values,
-// NIC names, the bootMACAddress fallback) are left to PoolNames. Fields are
-// paths under spec.networkData.
-func ValidateTemplate(nd *capm3.NetworkData) []*InputError {
+// whatever the host (and so whatever Ironic's network_data schema refuses),
+// plus route destinations the ramdisk cannot use. Problems that depend on the
+// host (annotation values, NIC names, the bootMACAddress fallback) are left
+// to PoolNames, and those of the addresses to Render. Fields are paths under
+// spec. A nil nd is network data not known here (a dataTemplateRef, for the
+// webhook): only the options are checked, as far as they can be without it.
+func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
+	o := newOptions(opts)
+	v := &templateValidator{}
 	if nd == nil {
-		return nil
+		v.add(bondParamErrors(o.bondParams, nil, false)...)
+		return v.errs
 	}
-	v := &templateValidator{host: stubHost(nd)}
+	v.host = stubHost(nd)
 	var links capm3.NetworkDataLink
 	if nd.Links != nil {
 		links = *nd.Links
@@ -37,23 +42,24 @@ func ValidateTemplate(nd *capm3.NetworkData) []*InputError {
 			v.add(err)
 		}
 	}
+	v.add(bondParamErrors(o.bondParams, links.Bonds, true)...)
 	return v.errs
 }
 
 // templateValidator runs Render's own checks one link, network and route at a
 // time against a stub host, so that every problem is reported, not only the
-// first one.
+// first one, and each once.
 type templateValidator struct {
 	host Host
 	errs []*InputError
 }
 
-// add keeps the problems among errs and skips nil; every check here returns
-// *InputError.
+// add keeps the problems among errs that it has not seen, and skips nil;
+// every check here returns *InputError.
 func (v *templateValidator) add(errs ...error) {
 	for _, err := range errs {
 		var inputErr *InputError
-		if errors.As(err, &inputErr) {
+		if errors.As(err, &inputErr) && !slices.ContainsFunc(v.errs, func(seen *InputError) bool { return *seen == *inputErr }) {
 			v.errs = append(v.errs, inputErr)
 		}
 	}
@@ -88,7 +94,8 @@ func (v *templateValidator) links(l capm3.NetworkDataLink) {
 	}
 }
 
-// network checks the address source of a static network and each route.
+// network checks the address source of a static network and each route; a
+// route's addresses are checked one by one, so a route reports them all.
 func (v *templateValidator) network(s networkSpec) {
 	if s.static {
 		_, err := v.compiler().addressPool(s)
@@ -96,14 +103,14 @@ func (v *templateValidator) network(s networkSpec) {
 	}
 	for i, r := range s.routes {
 		field := item(s.field+".routes", i, "")
-		_, err := v.compiler().route(r, field, s.ipv4)
-		v.add(err)
 		v.routeAddresses(r, field, s.ipv4)
+		_, err := v.compiler().route(r, field, s)
+		v.add(err)
 	}
 }
 
-// routeAddresses checks the addresses a route spells out. Render passes them
-// through as written, so a typo would only show as a ramdisk without network.
+// routeAddresses checks the addresses a route spells out, and that its
+// destination is a network address.
 func (v *templateValidator) routeAddresses(r routeSpec, field string, ipv4 bool) {
 	v.add(networkAddressErr(r, field, ipv4))
 	if r.gwString != nil {
@@ -119,6 +126,7 @@ func (v *templateValidator) routeAddresses(r routeSpec, field string, ipv4 bool)
 // networkAddressErr refuses a route destination that is not the network
 // address of its prefix (10.0.0.1/24), which ip route refuses. An unset
 // prefix renders as 0, so "10.0.0.0" without a prefix is refused too.
+// Render passes it as written: Ironic's schema takes it.
 func networkAddressErr(r routeSpec, field string, ipv4 bool) error {
 	addr, err := parseAddress(field+".network", r.network, family(ipv4))
 	if err != nil {
@@ -134,25 +142,6 @@ func networkAddressErr(r routeSpec, field string, ipv4 bool) error {
 	}
 	return inputErr(field+".network", "%s has host bits set for prefix %s; use the network address %s, or fix prefix",
 		quote(r.network), prefixText, quote(network.Addr().String()))
-}
-
-// eitherFamily accepts IPv4 and IPv6 addresses (top-level DNS servers).
-const eitherFamily = "IP"
-
-// parseAddress parses an address of the family: "IPv4" or "IPv6" (see
-// family), or eitherFamily.
-func parseAddress(field, s, fam string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(s)
-	if err == nil && a.Zone() == "" && (fam == eitherFamily || a.Is4() == (fam == family(true))) {
-		return a, nil
-	}
-	return netip.Addr{}, inputErr(field, "%s is not an %s address; write it like %s", quote(s), fam, addressExamples[fam])
-}
-
-var addressExamples = map[string]string{
-	family(true):  "192.0.2.1",
-	family(false): "2001:db8::1",
-	eitherFamily:  "192.0.2.1 or 2001:db8::1",
 }
 
 // stubMAC is both a MAC address and a pool name, so one stub annotation
