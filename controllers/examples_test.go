@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,10 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
 // examplesDir holds the examples `make run` applies, one folder each.
@@ -31,6 +36,9 @@ type exampleExpectation struct {
 	templateOf map[string]string
 	// check asserts the essentials of the hosts' network data, by host name.
 	check func(t *testing.T, ns string, networkData map[string]map[string]any)
+	// ironicTakesAs8021ad names the hosts whose 802.3ad bonds Ironic 21.4
+	// takes only when written 802.1ad (ironic.Server.Accept).
+	ironicTakesAs8021ad []string
 }
 
 // exampleExpectations are keyed by folder. A folder without an entry still
@@ -74,7 +82,8 @@ var exampleExpectations = map[string]exampleExpectation{
 		},
 	},
 	"bond-vlan": {
-		templateOf: map[string]string{"bonded-0": "Metal3PreprovisioningTemplate/bond-vlan"},
+		templateOf:          map[string]string{"bonded-0": "Metal3PreprovisioningTemplate/bond-vlan"},
+		ironicTakesAs8021ad: []string{"bonded-0"},
 		check: func(t *testing.T, _ string, networkData map[string]map[string]any) {
 			links := linksByID(t, networkData["bonded-0"])
 			assert.Equal(t, "00:5c:52:31:3c:01", links["eno1"]["ethernet_mac_address"], "eno1's MAC is a string")
@@ -137,19 +146,23 @@ var exampleExpectations = map[string]exampleExpectation{
 }
 
 // TestExamples applies each example folder into a namespace of its own and
-// checks that it does what it shows. A new folder is picked up without
-// touching this file; its exampleExpectations entry adds the specifics.
+// checks that it does what it shows, and that its hosts' Secrets are taken
+// by Ironic's API as BMO hands them over and read as intended by
+// cloud-init. A new folder is picked up without touching this file; its
+// exampleExpectations entry adds the specifics.
 func TestExamples(t *testing.T) {
 	folders := exampleFolders(t)
 	for folder := range exampleExpectations {
 		require.Contains(t, folders, folder, "exampleExpectations names a folder that is not in examples/")
 	}
+	consumers := startConsumers(t)
 	for _, folder := range folders {
 		t.Run(folder, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
 			example := applyExample(t, ns, folder)
 			networkData := waitForExample(t, ns, example)
+			consumers.check(t, ns, folder, slices.Sorted(maps.Keys(networkData)))
 
 			expected := exampleExpectations[folder]
 			if expected.templateOf != nil {
@@ -333,5 +346,77 @@ func assertInPrefix(t *testing.T, prefix string, ip any) {
 	address, err := netip.ParseAddr(text)
 	if assert.NoError(t, err, "ip_address %v", ip) {
 		assert.True(t, netip.MustParsePrefix(prefix).Contains(address), "%s is not in %s", address, prefix)
+	}
+}
+
+// exampleConsumers are the readers of the examples' Secrets: one Ironic
+// API for TestExamples, started while the examples are applied (it takes
+// about 10 s to answer), and cloud-init.
+type exampleConsumers struct {
+	// dir holds Ironic's log and cloud-init's output; it is kept when a
+	// test fails.
+	dir    string
+	server func() (*ironic.Server, error)
+}
+
+func startConsumers(t *testing.T) *exampleConsumers {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "capm3-preprov-examples-")
+	require.NoError(t, err)
+	type result struct {
+		server *ironic.Server
+		err    error
+	}
+	started := make(chan result, 1)
+	begin := time.Now()
+	go func() {
+		server, err := ironic.Start(context.Background(), ironic.Options{LogPath: filepath.Join(dir, "ironic.log")})
+		started <- result{server, err}
+	}()
+	consumers := &exampleConsumers{dir: dir, server: sync.OnceValues(func() (*ironic.Server, error) {
+		started := <-started
+		t.Logf("Ironic's API answered %s after the test began", time.Since(begin).Round(time.Millisecond))
+		return started.server, started.err
+	})}
+	t.Cleanup(func() {
+		if server, err := consumers.server(); err == nil {
+			assert.NoError(t, server.Stop())
+		}
+		if t.Failed() {
+			t.Logf("Ironic's log and cloud-init's output are kept in %s", dir)
+			return
+		}
+		assert.NoError(t, os.RemoveAll(dir))
+	})
+	return consumers
+}
+
+// check hands each host's Secret to Ironic as BMO does, which must store
+// it, checks on the first host that broken variants of it are refused (so
+// the check can fail), and checks what cloud-init makes of each.
+func (c *exampleConsumers) check(t *testing.T, ns, folder string, hosts []string) {
+	t.Helper()
+	ctx := context.Background()
+	server, err := c.server()
+	require.NoError(t, err, "starting Ironic's API")
+	for i, host := range hosts {
+		secret := &corev1.Secret{}
+		require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: baremetal.NetworkDataSecretName(host)}, secret))
+		document := secret.Data[preprovv1.NetworkDataKey]
+
+		start := time.Now()
+		accepted, err := server.Accept(ctx, ns, host, document)
+		if assert.NoError(t, err, "Ironic's API must take the network data of %s as BMO hands it over", host) {
+			t.Logf("%s: Ironic took the network data in %s", host, time.Since(start).Round(time.Millisecond))
+			assert.Equal(t, slices.Contains(exampleExpectations[folder].ironicTakesAs8021ad, host), accepted.BondModeSubstituted,
+				"%s: whether Ironic 21.4 takes its bonds only as 802.1ad", host)
+			if i == 0 {
+				assert.NoError(t, server.RefusesBroken(ctx, accepted))
+			}
+		}
+
+		start = time.Now()
+		assert.NoError(t, cloudinit.Check(ctx, document, filepath.Join(c.dir, "cloud-init", folder, host)))
+		t.Logf("%s: cloud-init's net-convert and the check took %s", host, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -132,6 +132,7 @@ func (c *Cluster) expectHostsSetUp(ctx context.Context, g Gomega, namespace stri
 		g.Expect(networkDataIPs(g, &secrets[0])).To(ConsistOf(ips), "network data of host %s", name)
 	}
 	expectNoAddressGivenTwice(g, state)
+	c.expectConsumersAccept(ctx, namespace, hosts, state)
 }
 
 // expectNoAddressGivenTwice checks every pool of the namespace: no address

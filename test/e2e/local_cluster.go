@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
 // LocalClusterInput configures the local mode.
@@ -28,7 +30,8 @@ type LocalClusterInput struct {
 // LocalCluster is the local mode: kube-apiserver and etcd with every CRD (as
 // test/envtest starts them, plus an audit log and a certificate folder of
 // our own so the API server can be restarted), the garbage collector, the
-// IPAM stand-in in this process, and the manager as its own process.
+// IPAM stand-in in this process, the manager as its own process, and
+// Ironic's API with cloud-init as the consumers of the hosts' Secrets.
 type LocalCluster struct {
 	env          *ctrlenvtest.Environment
 	gc           *envtest.GarbageCollector
@@ -51,6 +54,9 @@ type LocalCluster struct {
 	// Manager is bin/manager installed as config/default installs it,
 	// under the identity of its ServiceAccount.
 	Manager *ManagerProcess
+	// Consumers hand every set-up host's Secret to Ironic's API and to
+	// cloud-init (consumers.go).
+	Consumers *Consumers
 }
 
 // StartLocalCluster starts everything the local mode needs. On error, what
@@ -73,8 +79,22 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		AuditLog:       filepath.Join(input.ArtifactFolder, "audit.log"),
 		webhookCertDir: filepath.Join(dir, "webhook-certs"),
 	}
+	// Ironic takes about 10 s to answer, most of it Python imports: it
+	// starts while the control plane does.
+	ironicLog := filepath.Join(input.ArtifactFolder, "ironic.log")
+	say("Starting Ironic's API (Debian's ironic-api and ironic-conductor, one process on loopback, fake hardware only), log %s", ironicLog)
+	ironicStarted := make(chan error, 1)
+	go func() {
+		server, err := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
+		if err == nil {
+			local.Consumers = newConsumers(server, input.ArtifactFolder)
+		}
+		ironicStarted <- err
+	}()
+	waitIronic := sync.OnceValue(func() error { return <-ironicStarted })
 	defer func() {
 		if err != nil {
+			_ = waitIronic()
 			_ = local.Stop()
 		}
 	}()
@@ -129,6 +149,10 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		return nil, err
 	}
 	say("Manager %s running as %s (pid %d), log %s", input.ManagerBinary, managerUser, local.Manager.PID(), local.Manager.LogPath)
+	if err := waitIronic(); err != nil {
+		return nil, fmt.Errorf("starting Ironic's API: %w", err)
+	}
+	say("Ironic's API answers at %s", local.Consumers.Ironic.URL)
 	return cluster, nil
 }
 
@@ -308,10 +332,15 @@ func (l *LocalCluster) EnsureRunning() error {
 	return nil
 }
 
-// Stop stops the managers, the IPAM stand-in, the garbage collector and the
-// control plane, and removes the certificates and kubeconfigs.
+// Stop stops the managers, the IPAM stand-in, the garbage collector, the
+// control plane and Ironic, and removes the certificates, the kubeconfigs
+// and Ironic's database (its log stays with the artifacts).
 func (l *LocalCluster) Stop() error {
 	var errs []error
+	if l.Consumers != nil {
+		say("Consumers: %s", l.Consumers.Report())
+		errs = append(errs, l.Consumers.Ironic.Stop())
+	}
 	if l.Manager != nil && l.Manager.Running() {
 		errs = append(errs, l.Manager.Stop())
 	}
