@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -41,13 +42,16 @@ type Consumers struct {
 	submissions, conversions []time.Duration
 }
 
-func newConsumers(server *ironic.Server, artifacts string) *Consumers {
-	return &Consumers{
+// newConsumers clears cloud-init's output of an earlier run: its folders
+// are named after namespaces, which differ from run to run.
+func newConsumers(server *ironic.Server, artifacts string) (*Consumers, error) {
+	consumers := &Consumers{
 		Ironic:    server,
 		artifacts: filepath.Join(artifacts, "cloud-init"),
 		submitted: map[string]bool{},
 		converted: map[string]bool{},
 	}
+	return consumers, os.RemoveAll(consumers.artifacts)
 }
 
 // expectConsumersAccept hands each host's Secret to Ironic as BMO does and

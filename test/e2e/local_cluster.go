@@ -87,7 +87,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	go func() {
 		server, err := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
 		if err == nil {
-			local.Consumers = newConsumers(server, input.ArtifactFolder)
+			local.Consumers, err = newConsumers(server, input.ArtifactFolder)
 		}
 		ironicStarted <- err
 	}()
