@@ -51,6 +51,9 @@ const (
 	ReasonNetworkDataSet   = "PreprovisioningNetworkDataSet"
 	ReasonNetworkDataDrift = "PreprovisioningNetworkDataDrift"
 	ReasonOrphaned         = "PreprovisioningTemplateGone"
+	// ReasonBootNeedsDHCP warns that the host's BMC driver boots the deploy
+	// ramdisk over the network, which needs DHCP; the host is set up anyway.
+	ReasonBootNeedsDHCP = "PreprovisioningBootNeedsDHCP"
 	// EventAction is the action of all our events on hosts.
 	EventAction = "Preprovisioning"
 )
@@ -68,6 +71,10 @@ type Outcome struct {
 	// RequeueAfter, when set, is when to look at the host again if no
 	// event brings it back first.
 	RequeueAfter time.Duration
+	// BootNeedsDHCP is, for a host one template selects, the scheme of its
+	// BMC address when that driver boots the deploy ramdisk over the
+	// network (which needs DHCP); empty otherwise.
+	BootNeedsDHCP string
 }
 
 // HostManager runs the per-host steps.
@@ -135,7 +142,10 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 
 	template := matching[0]
 	ctx = ctrl.LoggerInto(ctx, log.WithValues("template", template.Ref.String()))
-	return m.reconcileWithTemplate(ctx, host, template)
+	outcome, err := m.reconcileWithTemplate(ctx, host, template)
+	// Set up anyway: the network may have a DHCP server or relay for the boot.
+	outcome.BootNeedsDHCP = bootNeedsDHCP(host.Spec.BMC.Address)
+	return outcome, err
 }
 
 func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template) (Outcome, error) {
@@ -149,7 +159,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	}
 
 	facts := hostFacts(host)
-	pools, err := networkdata.PoolNames(networkData, facts)
+	pools, err := networkdata.PoolNames(networkData, facts, template.NetworkDataOptions()...)
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
@@ -159,7 +169,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return derefOutcome(outcome), err
 	}
 
-	rendered, err := networkdata.Render(networkData, facts, addressesByPool(claims))
+	rendered, err := networkdata.Render(networkData, facts, addressesByPool(claims), template.NetworkDataOptions()...)
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}

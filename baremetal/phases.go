@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 )
 
 // HostPhases remembers the last outcome of every host we reconciled. The
@@ -57,13 +59,14 @@ func (p *HostPhases) InNamespace(namespace string) map[string]Outcome {
 	return outcomes
 }
 
-// CountByPhase counts the hosts in each phase.
-func (p *HostPhases) CountByPhase() map[string]int {
+// CountHosts counts the hosts by phase and by whether they boot over the
+// network.
+func (p *HostPhases) CountHosts() map[metrics.HostGroup]int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	counts := map[string]int{}
+	counts := map[metrics.HostGroup]int{}
 	for _, outcome := range p.outcomes {
-		counts[string(outcome.Phase)]++
+		counts[metrics.HostGroup{Phase: string(outcome.Phase), BootNeedsDHCP: outcome.BootNeedsDHCP != ""}]++
 	}
 	return counts
 }
@@ -71,7 +74,7 @@ func (p *HostPhases) CountByPhase() map[string]int {
 // Equal reports whether two outcomes say the same.
 func (o Outcome) Equal(other Outcome) bool {
 	return o.Phase == other.Phase && o.Template == other.Template && o.Reason == other.Reason &&
-		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts)
+		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP
 }
 
 // Templates are the templates an outcome concerns.

@@ -9,9 +9,11 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 )
 
 // Template kinds, as they appear in events, logs and TemplateRef.
@@ -51,6 +53,9 @@ type Template struct {
 	NetworkData       *capm3.NetworkData
 	DataTemplateName  string
 	DataTemplateError string
+	// BondParameters are scalar bond parameters by bond id and name
+	// (Metal3PreprovisioningTemplate spec.bondParameters).
+	BondParameters map[string]map[string]intstr.IntOrString
 
 	// AdoptExistingHosts lets the template manage hosts that are not paused
 	// for preprovisioning.
@@ -58,6 +63,12 @@ type Template struct {
 	// UpdateProvisionedHosts re-renders the Secret of provisioned hosts
 	// instead of reporting drift.
 	UpdateProvisionedHosts bool
+}
+
+// NetworkDataOptions are what the template adds to its network data for
+// the renderer and its validator.
+func (t Template) NetworkDataOptions() []networkdata.Option {
+	return []networkdata.Option{networkdata.WithBondParameters(t.BondParameters)}
 }
 
 // Selects reports whether the template selects a host with these labels.
@@ -139,6 +150,7 @@ func FromPreprovisioningTemplate(m3ppt *preprovv1.Metal3PreprovisioningTemplate)
 		Generation:             m3ppt.Generation,
 		Selector:               spec.HostSelector,
 		NetworkData:            spec.NetworkData,
+		BondParameters:         spec.BondParameters,
 		AdoptExistingHosts:     spec.AdoptExistingHosts,
 		UpdateProvisionedHosts: spec.ProvisionedHostPolicy == preprovv1.ProvisionedHostUpdate,
 	}

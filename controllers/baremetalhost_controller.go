@@ -77,6 +77,12 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if outcome.Phase == baremetal.PhaseOrphaned {
 			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
 		}
+		// Once when a selected host's BMC address starts to need DHCP, not on
+		// every change of its phase.
+		if outcome.BootNeedsDHCP != "" && outcome.BootNeedsDHCP != previous.BootNeedsDHCP {
+			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeWarning, baremetal.ReasonBootNeedsDHCP, baremetal.EventAction,
+				"%s", baremetal.BootNeedsDHCPMessage(outcome.BootNeedsDHCP))
+		}
 		r.notifyTemplates(ctx, req.Namespace, previous, outcome)
 	}
 	return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil

@@ -33,7 +33,8 @@ func CacheOptions(namespace string) cache.Options {
 }
 
 // SlimHost keeps of a BareMetalHost only what we read: its metadata, the
-// spec fields of our contract, its provisioning state and its NICs' names
+// spec fields of our contract, its BMC address (whose driver says whether the
+// ramdisk boots without DHCP), its provisioning state and its NICs' names
 // and MACs. Inspection data (status.hardware) is most of a host's size, and
 // a management cluster holds thousands of hosts. Patches stay correct: they
 // are computed between two copies of the slim object, so they carry only
@@ -63,6 +64,7 @@ func SlimHost(obj any) (any, error) {
 			BootMACAddress:                 host.Spec.BootMACAddress,
 			ConsumerRef:                    host.Spec.ConsumerRef,
 			PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
+			BMC:                            bmov1alpha1.BMCDetails{Address: host.Spec.BMC.Address},
 		},
 		Status: bmov1alpha1.BareMetalHostStatus{
 			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},

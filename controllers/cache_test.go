@@ -54,6 +54,7 @@ func TestSlimHostKeepsWhatWeRead(t *testing.T) {
 	assert.Equal(t, bmov1alpha1.BareMetalHostSpec{
 		Online: true, BootMACAddress: host.Spec.BootMACAddress, ConsumerRef: host.Spec.ConsumerRef,
 		PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
+		BMC:                            bmov1alpha1.BMCDetails{Address: "redfish://x"},
 	}, slim.Spec)
 	assert.Equal(t, bmov1alpha1.BareMetalHostStatus{
 		Provisioning:    bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateProvisioned},

@@ -98,7 +98,7 @@ func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespac
 		return "", err
 	}
 	// Problems no host can fix; a Metal3DataTemplate has no webhook of ours.
-	if problems := networkdata.ValidateTemplate(networkData); len(problems) > 0 {
+	if problems := networkdata.ValidateTemplate(networkData, view.NetworkDataOptions()...); len(problems) > 0 {
 		messages := make([]string, 0, len(problems))
 		for _, problem := range problems {
 			messages = append(messages, problem.Error())

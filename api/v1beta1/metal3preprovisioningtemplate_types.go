@@ -4,6 +4,7 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ProvisionedHostPolicy says what happens to the network data of a host that
@@ -38,6 +39,21 @@ type Metal3PreprovisioningTemplateSpec struct {
 	// networkData is used. Exactly one of networkData and dataTemplateRef is set.
 	// +optional
 	DataTemplateRef *corev1.LocalObjectReference `json:"dataTemplateRef,omitempty"`
+
+	// bondParameters sets scalar bond parameters, by the id of a bond of the
+	// network data and by parameter name. Each is rendered on that bond as
+	// bond_<name>: <value>, the keys the deploy ramdisk's glean and the OS's
+	// cloud-init read (bond_miimon: 100, bond_lacp_rate: fast). A bond's own
+	// parameters (CAPM3's schema) only take objects, which those tools
+	// ignore, and a bond needs at least one: list a parameter there by name
+	// without a value, and its value here fills it. Names are Linux bonding
+	// options in lower case (miimon, lacp_rate, updelay, ad_select, ...); a
+	// bond's mode, members and transmit hash policy come from its bondMode,
+	// bondLinks and bondXmitHashPolicy. Values are non-negative integers or
+	// words such as fast or layer3+4.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=512
+	BondParameters map[string]map[string]intstr.IntOrString `json:"bondParameters,omitempty"`
 
 	// adoptExistingHosts lets this template manage hosts that are not paused
 	// with metal3.io/preprovisioning. Off by default, so installing the

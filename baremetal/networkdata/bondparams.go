@@ -28,9 +28,10 @@ func newOptions(opts []Option) options {
 
 // WithBondParameters gives bonds scalar parameters, by bond link id and
 // parameter name, rendered as bond_<name>: value beside the bond's CAPM3
-// parameters: a Metal3PreprovisioningTemplate's spec.bondParameters.
-// cloud-init and glean read such scalars (bond_miimon: 100); CAPM3's
-// parameters only take objects, which they drop.
+// parameters, or in place of one without a value: a
+// Metal3PreprovisioningTemplate's spec.bondParameters. cloud-init and glean
+// read such scalars (bond_miimon: 100); CAPM3's parameters only take
+// objects, which they drop.
 func WithBondParameters(params map[string]map[string]intstr.IntOrString) Option {
 	return func(o *options) { o.bondParams = params }
 }
@@ -56,7 +57,9 @@ var (
 // bondParamErrors checks bond parameters in order of bond id and name: each
 // name and value, and, when bondsKnown (a dataTemplateRef's bonds are not
 // known to the webhook), that each bond id names one of bonds and that no
-// parameter renders a key the bond already has.
+// parameter renders a key the bond already has. A CAPM3 parameter without a
+// value is a placeholder that a bond parameter of its name fills: CAPM3's
+// schema requires at least one parameter on a bond, and takes only objects.
 func bondParamErrors(params map[string]map[string]intstr.IntOrString, bonds []capm3.NetworkDataLinkBond, bondsKnown bool) []error {
 	byID := make(map[string]capm3.NetworkDataLinkBond, len(bonds))
 	ids := make([]string, 0, len(bonds))
@@ -78,7 +81,9 @@ func bondParamErrors(params map[string]map[string]intstr.IntOrString, bonds []ca
 		}
 		taken := map[string]string{}
 		for _, p := range bond.Parameters {
-			taken[p.Name] = root + ".links.bonds[id=" + plain(id) + "].parameters[" + plain(p.Name) + "]"
+			if !isPlaceholder(p) {
+				taken[p.Name] = root + ".links.bonds[id=" + plain(id) + "].parameters[" + plain(p.Name) + "]"
+			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(params[id])) {
 			if err := bondParamErr(path.Key(name).String(), name, params[id][name], taken[name]); err != nil {
@@ -87,6 +92,12 @@ func bondParamErrors(params map[string]map[string]intstr.IntOrString, bonds []ca
 		}
 	}
 	return errs
+}
+
+// isPlaceholder is a CAPM3 bond parameter without a value (rendered null).
+func isPlaceholder(p capm3.NetworkDataLinkBondParam) bool {
+	raw := strings.TrimSpace(string(p.Value.Raw))
+	return raw == "" || raw == "null"
 }
 
 // bondParamErr checks one parameter; takenBy is the CAPM3 parameter of the
@@ -100,7 +111,7 @@ func bondParamErr(path, name string, value intstr.IntOrString, takenBy string) e
 	case isStructured:
 		return inputErr(path, "would render bond_%s, which the bond's %s sets; set %s on the bond instead", name, structured, structured)
 	case takenBy != "":
-		return inputErr(path, "would render bond_%s, which %s renders too; keep this one, as cloud-init and glean read only scalar values", name, takenBy)
+		return inputErr(path, "would render bond_%s, which %s renders too; remove that parameter's value (a parameter without one is a placeholder this fills), or drop one of them", name, takenBy)
 	}
 	switch {
 	case value.Type == intstr.Int && value.IntVal < 0:

@@ -31,7 +31,8 @@ func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 		if err := addBondParams(entry, field, b.Parameters); err != nil {
 			return nil, err
 		}
-		// bondParamErrors has made sure these overwrite nothing.
+		// bondParamErrors has made sure these overwrite nothing but
+		// placeholders (CAPM3 parameters without a value).
 		for name, value := range c.bondParams[b.Id] {
 			entry["bond_"+name] = scalar(value)
 		}

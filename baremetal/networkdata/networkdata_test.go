@@ -146,13 +146,16 @@ func TestRender(t *testing.T) {
 			], "networks": [], "services": []}`,
 		},
 		{
-			name: "scalar bond parameters beside CAPM3's object parameters",
+			// A CAPM3 parameter without a value is a placeholder that a scalar
+			// parameter of its name fills; one not filled renders null, as in CAPM3.
+			name: "scalar bond parameters beside CAPM3's parameters, or in place of a placeholder",
 			template: `{"links": {
 				"ethernets": [` + eth0 + `, ` + eth1 + `],
 				"bonds": [
 					{"id": "bond0", "bondMode": "802.3ad", "bondXmitHashPolicy": "layer2+3", "macAddress": ` + mac1 + `, "bondLinks": ["eth0", "eth1"],
 						"parameters": [{"name": "options", "value": {"miimon": 100}}]},
-					{"id": "bond1", "bondMode": "active-backup", "macAddress": ` + mac1 + `, "bondLinks": ["eth1"]}
+					{"id": "bond1", "bondMode": "active-backup", "macAddress": ` + mac1 + `, "bondLinks": ["eth1"],
+						"parameters": [{"name": "primary"}, {"name": "fail_over_mac"}]}
 				]
 			}}`,
 			opts: []Option{WithBondParameters(map[string]map[string]intstr.IntOrString{
@@ -165,7 +168,7 @@ func TestRender(t *testing.T) {
 					"bond_options": {"miimon": 100}, "bond_miimon": 100, "bond_lacp_rate": "fast", "bond_updelay": 0},
 				{"type": "bond", "id": "bond1", "mtu": 1500, "ethernet_mac_address": "52:54:00:00:00:01",
 					"bond_mode": "active-backup", "bond_xmit_hash_policy": "", "bond_links": ["eth1"],
-					"bond_primary": "eth1", "bond_num_grat_arp": "3"},
+					"bond_primary": "eth1", "bond_fail_over_mac": null, "bond_num_grat_arp": "3"},
 				` + eth0Out + `, ` + eth1Out + `
 			], "networks": [], "services": []}`,
 		},
@@ -910,7 +913,8 @@ func TestInputErrors(t *testing.T) {
 			template: bond(`, "parameters": [{"name": "miimon", "value": {"ms": 100}}]`),
 			opts:     bondParams(map[string]map[string]intstr.IntOrString{"bond0": {"miimon": intstr.FromInt32(100)}}),
 			field:    "spec.bondParameters[bond0][miimon]",
-			contains: []string{"would render bond_miimon, which spec.networkData.links.bonds[id=bond0].parameters[miimon] renders too", "keep this one"},
+			contains: []string{"would render bond_miimon, which spec.networkData.links.bonds[id=bond0].parameters[miimon] renders too",
+				"remove that parameter's value (a parameter without one is a placeholder this fills)"},
 		},
 		{
 			name:     "bond parameter named with its bond_ prefix",

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -24,31 +26,41 @@ var (
 		Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 	})
 
-	hostsDesc = prometheus.NewDesc("capm3_preprov_hosts", "Hosts by phase.", []string{"phase"}, nil)
+	hostsDesc = prometheus.NewDesc("capm3_preprov_hosts",
+		"Hosts by phase, and by whether their BMC driver boots the deploy ramdisk over the network, which needs DHCP (needs_dhcp).",
+		[]string{"phase", "needs_dhcp"}, nil)
 )
 
-// PhaseCounter reports how many hosts are in each phase.
-type PhaseCounter interface {
-	CountByPhase() map[string]int
+// HostGroup is one series of the hosts gauge.
+type HostGroup struct {
+	Phase string
+	// BootNeedsDHCP: a template selects the host and its BMC driver boots
+	// the deploy ramdisk over the network.
+	BootNeedsDHCP bool
 }
 
-// hostsCollector reads the phases at scrape time, so the gauge never drifts
+// HostCounter reports how many hosts are in each group.
+type HostCounter interface {
+	CountHosts() map[HostGroup]int
+}
+
+// hostsCollector reads the counts at scrape time, so the gauge never drifts
 // from what the controller knows.
 type hostsCollector struct {
-	phases PhaseCounter
+	hosts HostCounter
 }
 
 func (c hostsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hostsDesc }
 
 func (c hostsCollector) Collect(ch chan<- prometheus.Metric) {
-	for phase, count := range c.phases.CountByPhase() {
-		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(count), phase)
+	for group, count := range c.hosts.CountHosts() {
+		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(count), group.Phase, strconv.FormatBool(group.BootNeedsDHCP))
 	}
 }
 
 // Register adds the metrics to controller-runtime's registry. Call it once.
-func Register(phases PhaseCounter) error {
-	for _, collector := range []prometheus.Collector{Failures, SecondsToUnpause, hostsCollector{phases: phases}} {
+func Register(hosts HostCounter) error {
+	for _, collector := range []prometheus.Collector{Failures, SecondsToUnpause, hostsCollector{hosts: hosts}} {
 		if err := metrics.Registry.Register(collector); err != nil {
 			return err
 		}

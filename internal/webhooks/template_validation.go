@@ -90,8 +90,11 @@ func sourceErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec, path *field
 	if spec.DataTemplateRef != nil && spec.DataTemplateRef.Name == "" {
 		errs = append(errs, field.Required(refPath.Child("name"), "name the Metal3DataTemplate of this namespace whose networkData the hosts boot with"))
 	}
-	// networkdata paths start with spec.networkData, as here.
-	for _, e := range networkdata.ValidateTemplate(spec.NetworkData) {
+	// networkdata paths start with spec.networkData or spec.bondParameters,
+	// as here. With a dataTemplateRef, the bonds the bond parameters name
+	// are checked by the controller, which reads the Metal3DataTemplate.
+	bondParams := networkdata.WithBondParameters(spec.BondParameters)
+	for _, e := range networkdata.ValidateTemplate(spec.NetworkData, bondParams) {
 		errs = append(errs, field.Invalid(field.NewPath(e.Field), field.OmitValueType{}, e.Reason))
 	}
 	return errs

@@ -27,6 +27,13 @@ const (
 				"routes": [{"network": "0.0.0.0", "prefix": 0, "gateway": {"fromIPPool": "prov-v4"}, "services": {"dnsFromIPPool": "prov-v4"}}]}]},
 			"services": {"dns": ["192.0.2.53"]}}}`
 	dataTemplateRefSpec = `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}}`
+	// bondedSpec is two NICs in an LACP bond with scalar bond parameters.
+	bondedSpec = `{` + selector + `,
+		"networkData": {"links": {
+			"ethernets": [` + eth0 + `, {"type": "phy", "id": "eth1", "macAddress": {"string": "52:54:00:00:00:02"}}],
+			"bonds": [{"id": "bond0", "bondMode": "802.3ad", "bondXmitHashPolicy": "layer3+4", "bondLinks": ["eth0", "eth1"],
+				"macAddress": {"string": "52:54:00:00:00:02"}, "parameters": [{"name": "options", "value": {"miimon": 100}}]}]}},
+		"bondParameters": {"bond0": {"miimon": 100, "lacp_rate": "fast"}}}`
 
 	deniedByWebhook = `admission webhook "validation.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io" denied the request`
 )
@@ -44,8 +51,10 @@ func withIPv4(network string) string {
 func TestValidTemplatesAreAccepted(t *testing.T) {
 	c := apiClient(t)
 	for name, spec := range map[string]string{
-		"inline networkData": inlineSpec,
-		"dataTemplateRef":    dataTemplateRefSpec,
+		"inline networkData":         inlineSpec,
+		"dataTemplateRef":            dataTemplateRefSpec,
+		"bond parameters":            bondedSpec,
+		"bond parameters with a ref": `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}, "bondParameters": {"bond9": {"miimon": 100}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			template := newTemplate(t, spec)
@@ -70,6 +79,7 @@ func TestInvalidTemplatesAreRejected(t *testing.T) {
 	tests := []struct {
 		name     string
 		spec     string
+		raw      bool // send the spec as written: it does not decode into our types
 		by       rejectedBy
 		field    string
 		contains []string
@@ -173,6 +183,78 @@ func TestInvalidTemplatesAreRejected(t *testing.T) {
 			by:       byWebhook,
 			field:    "spec.networkData.networks.ipv4[id=prov]",
 			contains: []string{"has no address source", "set ipAddressFromIPPool, fromPoolRef or fromPoolAnnotation"},
+		},
+		// Templates CAPM3 cannot provision: it claims no pool for a gateway
+		// annotation on a DHCP or SLAAC network.
+		{
+			name: "route gateway from an annotation on a DHCP network",
+			spec: withNetworkData(`{"links": {"ethernets": [` + eth0 + `]}, "networks": {"ipv4DHCP": [{"id": "dhcp", "link": "eth0",
+				"routes": [{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromPoolAnnotation": {"object": "baremetalhost", "annotation": "pool.example.com/gw"}}}]}]}}`),
+			by:    byWebhook,
+			field: "spec.networkData.networks.ipv4DHCP[id=dhcp].routes[0].gateway.fromPoolAnnotation",
+			contains: []string{"is not supported on a route of an ipv4DHCP network", "CAPM3 claims no address from that pool there",
+				"fails at provisioning", "use fromIPPool, fromPoolRef or string"},
+		},
+		{
+			name: "route gateway from an annotation on a SLAAC network",
+			spec: withNetworkData(`{"links": {"ethernets": [` + eth0 + `]}, "networks": {"ipv6SLAAC": [{"id": "slaac", "link": "eth0",
+				"routes": [{"network": "::", "gateway": {"fromPoolAnnotation": {"object": "baremetalhost", "annotation": "pool.example.com/gw"}}}]}]}}`),
+			by:       byWebhook,
+			field:    "spec.networkData.networks.ipv6SLAAC[id=slaac].routes[0].gateway.fromPoolAnnotation",
+			contains: []string{"is not supported on a route of an ipv6SLAAC network"},
+		},
+		// What Ironic's network_data schema requires and CAPM3's schema does not.
+		{
+			name:     "IPv4 host route, whose netmask Ironic refuses",
+			spec:     withIPv4(`{"id": "prov", "link": "eth0", "ipAddressFromIPPool": "prov-v4", "routes": [{"network": "10.0.0.1", "prefix": 32, "gateway": {"string": "192.0.2.1"}}]}`),
+			by:       byWebhook,
+			field:    "spec.networkData.networks.ipv4[id=prov].routes[0].prefix",
+			contains: []string{"32 renders netmask 255.255.255.255, which Ironic's network_data schema refuses"},
+		},
+		{
+			name: "bond without members",
+			spec: withNetworkData(`{"links": {"bonds": [{"id": "bond0", "bondMode": "active-backup", "macAddress": {"string": "52:54:00:00:00:02"},
+				"parameters": [{"name": "options", "value": {}}]}]}}`),
+			by:       byWebhook,
+			field:    "spec.networkData.links.bonds[id=bond0].bondLinks",
+			contains: []string{"is empty", "Ironic's network_data schema requires bond_links"},
+		},
+		// Bond parameters.
+		{
+			name:     "bond parameters for a bond the network data does not have",
+			spec:     strings.Replace(bondedSpec, `"bondParameters": {"bond0"`, `"bondParameters": {"bond1"`, 1),
+			by:       byWebhook,
+			field:    "spec.bondParameters[bond1]",
+			contains: []string{`names no bond of spec.networkData.links.bonds (it has "bond0")`},
+		},
+		{
+			name:     "bond parameter the bond's bondXmitHashPolicy sets",
+			spec:     strings.Replace(bondedSpec, `"lacp_rate": "fast"`, `"xmit_hash_policy": "encap3+4"`, 1),
+			by:       byWebhook,
+			field:    "spec.bondParameters[bond0][xmit_hash_policy]",
+			contains: []string{"which the bond's bondXmitHashPolicy sets", "set bondXmitHashPolicy on the bond instead"},
+		},
+		{
+			name:     "bond parameter that CAPM3's parameters render too",
+			spec:     strings.Replace(bondedSpec, `"lacp_rate": "fast"`, `"options": 1`, 1),
+			by:       byWebhook,
+			field:    "spec.bondParameters[bond0][options]",
+			contains: []string{"would render bond_options", "parameters[options] renders too"},
+		},
+		{
+			// The bonds of a dataTemplateRef are the controller's to check.
+			name:     "bond parameter name with its bond_ prefix, with a dataTemplateRef",
+			spec:     `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}, "bondParameters": {"bond0": {"bond_miimon": 100}}}`,
+			by:       byWebhook,
+			field:    "spec.bondParameters[bond0][bond_miimon]",
+			contains: []string{"starts with bond_, which rendering adds", `write "miimon"`},
+		},
+		{
+			name:     "bond parameter value with a space",
+			spec:     strings.Replace(bondedSpec, `"lacp_rate": "fast"`, `"lacp_rate": "fast miimon=0"`, 1),
+			by:       byWebhook,
+			field:    "spec.bondParameters[bond0][lacp_rate]",
+			contains: []string{`"fast miimon=0" is not a value the network tools can write`},
 		},
 	}
 	c := apiClient(t)
