@@ -99,7 +99,11 @@ type HostManager struct {
 // host back once something it depends on changes.
 func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if !host.DeletionTimestamp.IsZero() || pausedBySomeoneElse(host) {
+	if !host.DeletionTimestamp.IsZero() {
+		// BMO runs no deletion (its finalizer stays) while the host is paused.
+		return Outcome{Phase: PhaseIgnored}, m.unpauseForDeletion(ctx, host)
+	}
+	if pausedBySomeoneElse(host) {
 		return Outcome{Phase: PhaseIgnored}, nil
 	}
 	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning

@@ -169,3 +169,21 @@ func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, u
 	}
 	return b.String()
 }
+
+// unpauseForDeletion removes our pause, and only ours, from a host being
+// deleted, so that BMO can deprovision it and drop its finalizer. Nothing
+// else is changed: the host is going.
+func (m *HostManager) unpauseForDeletion(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
+	if host.Annotations[preprovv1.PausedAnnotation] != preprovv1.PausedForPreprovisioning {
+		return nil
+	}
+	original := host.DeepCopy()
+	delete(host.Annotations, preprovv1.PausedAnnotation)
+	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
+	if err := m.Client.Patch(ctx, host, patch); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing the pause %s from BareMetalHost %s/%s being deleted: %w",
+			preprovv1.PausedForPreprovisioning, host.Namespace, host.Name, err))
+	}
+	ctrl.LoggerFrom(ctx).Info("Removed our pause from a host being deleted, so BMO can delete it")
+	return nil
+}
