@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -77,6 +78,11 @@ func Start(options ...Option) (*Environment, error) {
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// envtest's 20 s is too short for kube-apiserver to start (and, in
+		// the e2e suite, to start again after a crash) on a loaded 2-core
+		// machine: it timed out there while the process was still coming up.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	for _, option := range options {
 		option(env)
