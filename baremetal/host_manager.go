@@ -13,6 +13,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,11 @@ const (
 	ReasonIPClaimFailed    = "PreprovisioningIPClaimFailed"
 	ReasonRenderFailed     = "PreprovisioningRenderFailed"
 	ReasonSecretUpdated    = "PreprovisioningSecretUpdated"
+	// ReasonSecretConflict is a Secret of our name that another object
+	// than this host owns.
+	ReasonSecretConflict = "PreprovisioningSecretConflict"
+	// ReasonNameTooLong is a host whose Secret name would be too long.
+	ReasonNameTooLong = "PreprovisioningNameTooLong"
 	// ReasonNetworkDataSet is the one Normal event of a host's set-up: it
 	// names every step (claims, addresses, Secret, patch), so a fleet's
 	// events cost one write per host.
@@ -86,6 +92,9 @@ type HostManager struct {
 	// spec.preAllocations as a backstop.
 	Preallocations *ipam.Preallocations
 	Recorder       events.EventRecorder
+	// APIReader reads Secrets our cache does not hold (those without our
+	// label); the Client is used when it is nil.
+	APIReader client.Reader
 
 	// createdSecrets and patchedHosts are our writes the cache may not
 	// show yet, by host.
@@ -153,6 +162,11 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 }
 
 func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template) (Outcome, error) {
+	if name := NetworkDataSecretName(host.Name); len(name) > validation.DNS1123SubdomainMaxLength {
+		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonNameTooLong, fmt.Sprintf("the host's network data Secret would be "+
+			"named %q (%d characters), over the limit of %d: register the host under a name of at most %d characters", name, len(name),
+			validation.DNS1123SubdomainMaxLength, validation.DNS1123SubdomainMaxLength-len(preprovv1.NetworkDataSecretSuffix))), nil
+	}
 	networkData, err := m.Templates.NetworkData(ctx, host.Namespace, template)
 	if err != nil {
 		var templateErr *TemplateError
@@ -178,9 +192,9 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
 
-	secret, err := m.currentSecret(ctx, host)
-	if err != nil {
-		return Outcome{}, err
+	secret, outcome, err := m.currentSecret(ctx, host, template.Ref)
+	if err != nil || outcome != nil {
+		return derefOutcome(outcome), err
 	}
 	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts && !rerenderRequested(host) &&
 		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
@@ -200,8 +214,8 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
 		}
 	}
-	if err := m.writeSecret(ctx, host, secret, rendered, template.Ref); err != nil {
-		return Outcome{}, err
+	if outcome, err := m.writeSecret(ctx, host, secret, rendered, template.Ref); err != nil || outcome != nil {
+		return derefOutcome(outcome), err
 	}
 	if err := m.pointHostAtSecret(ctx, host, template.Ref, claims); err != nil {
 		return Outcome{}, err

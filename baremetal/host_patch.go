@@ -25,17 +25,54 @@ func NetworkDataSecretName(hostName string) string {
 	return hostName + preprovv1.NetworkDataSecretSuffix
 }
 
-func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost) (*corev1.Secret, error) {
+// currentSecret returns the host's Secret from the cache, or the outcome
+// that stops the host when a Secret of that name is not this host's.
+func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+) (*corev1.Secret, *Outcome, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
 	if err := m.Client.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("getting Secret %s: %w", key, err)
+		return nil, nil, fmt.Errorf("getting Secret %s: %w", key, err)
 	}
-	return secret, nil
+	if outcome := m.secretNotOurs(ctx, host, ref, secret); outcome != nil {
+		return nil, outcome, nil
+	}
+	return secret, nil, nil
 }
+
+// secretNotOurs is the outcome of a host whose Secret name is taken: by an
+// earlier host of the same name (the garbage collector removes it), or by
+// somebody else (a user must remove it). It is nil for the host's own Secret.
+func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+	secret *corev1.Secret,
+) *Outcome {
+	if ipam.OwnedByHost(secret, host) {
+		return nil
+	}
+	if ipam.HasStaleHostOwner(secret, host) {
+		return &Outcome{Phase: PhaseWaiting, Template: ref, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost "+
+			"named %q; waiting for the garbage collector to remove it", secret.Name, host.Name)}
+	}
+	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not created for this "+
+		"host (it has no owner reference to BareMetalHost %q): delete or rename it, and the host is set up", secret.Name, host.Name))
+	// Such a Secret may lack our label, and then no event of our cache
+	// says when it is gone.
+	outcome.RequeueAfter = takenSecretRetry
+	return &outcome
+}
+
+func (m *HostManager) apiReader() client.Reader {
+	if m.APIReader != nil {
+		return m.APIReader
+	}
+	return m.Client
+}
+
+// takenSecretRetry is how often a host whose Secret name is taken looks again.
+const takenSecretRetry = 10 * time.Second
 
 // secretLabels are the labels our Secret must carry: BMO's, so its Secret
 // cache sees it, and ours, so our cache does.
@@ -51,7 +88,7 @@ func secretLabels() map[string]string {
 // write rebuilds the host's image, so a write that changes nothing is a cost.
 func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
 	rendered []byte, ref TemplateRef,
-) error {
+) (*Outcome, error) {
 	if secret == nil {
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -65,16 +102,29 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
 		}
-		if err := m.Client.Create(ctx, secret); err != nil {
-			return fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		err := m.Client.Create(ctx, secret)
+		if err == nil {
+			m.createdSecrets.Wrote(client.ObjectKeyFromObject(host), "")
+			return nil, nil
 		}
-		m.createdSecrets.Wrote(client.ObjectKeyFromObject(host), "")
-		return nil
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		// Our cache only holds Secrets with our label: read this one past it.
+		existing := &corev1.Secret{}
+		if err := m.apiReader().Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return nil, fmt.Errorf("getting Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		if outcome := m.secretNotOurs(ctx, host, ref, existing); outcome != nil {
+			return outcome, nil
+		}
+		// The host's own Secret, which lost our label: put it back below.
+		secret = existing
 	}
 
 	wantLabels := secretLabels()
 	if string(secret.Data[preprovv1.NetworkDataKey]) == string(rendered) && hasLabels(secret.Labels, wantLabels) {
-		return nil
+		return nil, nil
 	}
 	original := secret.DeepCopy()
 	if secret.Labels == nil {
@@ -86,11 +136,11 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 	}
 	secret.Data[preprovv1.NetworkDataKey] = rendered
 	if err := m.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
-		return fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		return nil, fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,
 		fmt.Sprintf("re-rendered network data from %s into Secret %q", ref, secret.Name))
-	return nil
+	return nil, nil
 }
 
 // pointHostAtSecret is the one patch on the host: it sets

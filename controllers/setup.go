@@ -44,6 +44,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Templates: templates,
 		Claims:    &ipam.Claims{Client: mgr.GetClient()},
 		Recorder:  mgr.GetEventRecorder(EventSource),
+		APIReader: mgr.GetAPIReader(),
 	}
 	if opts.PoolPreallocations {
 		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}

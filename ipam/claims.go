@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -70,6 +71,11 @@ func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, po
 
 func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, poolName string) (PoolState, error) {
 	state := PoolState{Pool: poolName, Claim: ClaimName(host.Name, poolName)}
+	if len(state.Claim) > validation.DNS1123SubdomainMaxLength {
+		state.Failed = fmt.Sprintf("the IPClaim of this host on IPPool %q would be named %q (%d characters), over the limit of %d: "+
+			"shorten the host's or the pool's name", poolName, state.Claim, len(state.Claim), validation.DNS1123SubdomainMaxLength)
+		return state, nil
+	}
 
 	pool := &ipamv1.IPPool{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
@@ -108,8 +114,8 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	}
 	c.created.Forget(key)
 
-	if !ownedByHost(claim, host) {
-		if hasStaleHostOwner(claim, host) {
+	if !OwnedByHost(claim, host) {
+		if HasStaleHostOwner(claim, host) {
 			state.Waiting = fmt.Sprintf("IPClaim %q belongs to an earlier BareMetalHost named %q; waiting for the garbage collector to remove it",
 				state.Claim, host.Name)
 			return state, nil
@@ -190,7 +196,8 @@ func HostOwnerReference(host *bmov1alpha1.BareMetalHost) metav1.OwnerReference {
 	}
 }
 
-func ownedByHost(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
+// OwnedByHost is true for an object this host owns (by UID).
+func OwnedByHost(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.UID == host.UID {
 			return true
@@ -199,7 +206,9 @@ func ownedByHost(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
 	return false
 }
 
-func hasStaleHostOwner(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
+// HasStaleHostOwner is true for an object owned by an earlier host of the
+// same name, which the garbage collector is about to remove.
+func HasStaleHostOwner(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Kind == "BareMetalHost" && ref.Name == host.Name && ref.UID != host.UID {
 			return true

@@ -47,7 +47,7 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if claim.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue || !ownedByHost(claim, host) ||
+		if claim.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue || !OwnedByHost(claim, host) ||
 			!claim.DeletionTimestamp.IsZero() {
 			continue
 		}
