@@ -81,6 +81,10 @@ type Outcome struct {
 	// BMC address when that driver boots the deploy ramdisk over the
 	// network (which needs DHCP); empty otherwise.
 	BootNeedsDHCP string
+	// EventType, with Reason and Message, is the event the outcome is
+	// reported with when it is new for the host: a host that stays
+	// failed, conflicting or drifted is not reported again on every reconcile.
+	EventType string
 }
 
 // HostManager runs the per-host steps.
@@ -202,8 +206,8 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 			"(annotate the host %s=true to re-render it once, or set provisionedHostPolicy: Update on a "+
 			"Metal3PreprovisioningTemplate to change provisioned hosts)",
 			template.Ref, host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
-		m.event(host, corev1.EventTypeNormal, ReasonNetworkDataDrift, message)
-		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message}, nil
+		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message,
+			EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
 	}
 	if secret != nil {
 		m.createdSecrets.Forget(client.ObjectKeyFromObject(host))
@@ -283,14 +287,14 @@ func (m *HostManager) orphaned(ctx context.Context, host *bmov1alpha1.BareMetalH
 	return Outcome{Phase: PhaseOrphaned, Template: ref, Message: message}
 }
 
-// fail reports a problem that needs a user's fix: a Warning event on the
-// host and an error in the log. The host is left as it is.
+// fail reports a problem that needs a user's fix: an error in the log, and
+// a Warning event on the host once the outcome is recorded as new. The host
+// is left as it is.
 func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost, phase Phase, ref TemplateRef,
 	reason, message string,
 ) Outcome {
-	ctrl.LoggerFrom(ctx).Error(errors.New(message), "Host cannot be set up", "reason", reason)
-	m.event(host, corev1.EventTypeWarning, reason, message)
-	return Outcome{Phase: phase, Template: ref, Reason: reason, Message: message}
+	ctrl.LoggerFrom(ctx).Error(errors.New(message), "Host cannot be set up", "reason", reason, "host", host.Name)
+	return Outcome{Phase: phase, Template: ref, Reason: reason, Message: message, EventType: corev1.EventTypeWarning}
 }
 
 func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string) {

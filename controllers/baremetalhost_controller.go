@@ -71,8 +71,13 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return requeueOnConflict(ctx, err)
 	}
 	if previous, changed := r.Phases.Record(req.NamespacedName, outcome); changed {
-		if outcome.Reason != "" {
+		if outcome.EventType == corev1.EventTypeWarning {
 			metrics.Failures.WithLabelValues(outcome.Reason).Inc()
+		}
+		// Once per failure, conflict or drift, not on every reconcile.
+		if outcome.EventType != "" && (outcome.EventType != previous.EventType || outcome.Reason != previous.Reason ||
+			outcome.Message != previous.Message) {
+			r.Manager.Recorder.Eventf(host, nil, outcome.EventType, outcome.Reason, baremetal.EventAction, "%s", outcome.Message)
 		}
 		if outcome.Phase == baremetal.PhaseOrphaned {
 			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
@@ -113,7 +118,7 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("baremetalhost").
 		WithOptions(options).
-		For(&bmov1alpha1.BareMetalHost{}).
+		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(hostChangedWhatWeRead)).
 		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate),
 			builder.WithPredicates(notInInitialList)).
 		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forPreprovisioningTemplate),
@@ -126,6 +131,35 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&corev1.Secret{}, toOwningHost).
 		Complete(r)
+}
+
+// hostChangedWhatWeRead passes the host updates that change something we
+// read. BMO writes a host's status often (power state, operational status,
+// errors, timestamps, inspection data we do not read): such updates cannot
+// change what we do with the host.
+var hostChangedWhatWeRead = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldHost, okOld := e.ObjectOld.(*bmov1alpha1.BareMetalHost)
+		newHost, okNew := e.ObjectNew.(*bmov1alpha1.BareMetalHost)
+		if !okOld || !okNew {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(whatWeRead(oldHost), whatWeRead(newHost))
+	},
+}
+
+// whatWeRead is the part of a host we read: the slim host without what
+// changes with every write (resourceVersion, generation) and what we never
+// look at (finalizers, owners).
+func whatWeRead(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+	slim, _ := SlimHost(host)
+	read := slim.(*bmov1alpha1.BareMetalHost)
+	read.ResourceVersion, read.Generation, read.Finalizers, read.OwnerReferences = "", 0, nil, nil
+	if read.Status.HardwareDetails != nil && len(read.Status.HardwareDetails.NIC) == 0 {
+		// Inspection data without NICs holds nothing we read.
+		read.Status.HardwareDetails = nil
+	}
+	return read
 }
 
 // notInInitialList drops the creations a watch reports for the objects it
