@@ -114,6 +114,7 @@ func (r *BareMetalHostReconciler) notifyTemplates(ctx context.Context, namespace
 // SetupWithManager watches hosts and everything their network data depends on.
 func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	hosts := &hostMapper{client: mgr.GetClient(), templates: r.Manager.Templates}
+	pools := &poolMapper{client: mgr.GetClient()}
 	toOwningHost := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("baremetalhost").
@@ -125,10 +126,11 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
 			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
-		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(hosts.forPool),
+		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPool),
 			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
+		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedAddress), builder.WithPredicates(addressDeleted)).
 		Watches(&corev1.Secret{}, toOwningHost).
 		Complete(r)
 }

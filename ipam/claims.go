@@ -99,7 +99,11 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			state.RetryAfter = left
 			return state, nil
 		}
-		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim)); err != nil {
+		usage, err := c.usage(ctx, pool)
+		if err != nil {
+			return state, err
+		}
+		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim, usage.addresses)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
 				return state, nil
@@ -151,32 +155,40 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 }
 
 // failedClaim handles a claim IPAM gave up on. IPAM never looks at such a
-// claim again, so once the pool has changed since the claim was made (it may
-// have grown), the claim is deleted and the next reconcile makes a fresh one.
-// It holds no address, so nothing is lost.
+// claim again, so once the pool changed or an address was released since the
+// claim was made, the claim is deleted and the next reconcile makes a fresh
+// one. It holds no address, so nothing is lost.
 func (c *Claims) failedClaim(ctx context.Context, claim *ipamv1.IPClaim, pool *ipamv1.IPPool, state PoolState) (PoolState, error) {
-	if claim.Annotations[preprovv1.PoolGenerationAnnotation] != strconv.FormatInt(pool.Generation, 10) {
+	retry, err := c.retryable(ctx, claim, pool)
+	if err != nil {
+		return state, err
+	}
+	if retry {
 		if err := c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
 			return state, fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
 		}
-		state.Waiting = fmt.Sprintf("IPPool %q changed since IPClaim %q failed (%s); retrying with a new claim",
+		state.Waiting = fmt.Sprintf("IPPool %q changed or released an address since IPClaim %q failed (%s); retrying with a new claim",
 			pool.Name, claim.Name, *claim.Status.ErrorMessage)
 		return state, nil
 	}
 	state.Failed = fmt.Sprintf("IPAM could not allocate an address from IPPool %q for IPClaim %q: %s; "+
-		"the claim is retried when the pool changes (for example when it grows)", pool.Name, claim.Name, *claim.Status.ErrorMessage)
+		"the claim is retried when the pool changes (for example when it grows) or one of its addresses is released",
+		pool.Name, claim.Name, *claim.Status.ErrorMessage)
 	return state, nil
 }
 
-func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string) *ipamv1.IPClaim {
+func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string, poolAddresses int) *ipamv1.IPClaim {
 	return &ipamv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: host.Namespace,
 			// Deliberately not CAPM3's data-name/pool-name labels: CAPM3
 			// deletes claims carrying them when it deprovisions.
-			Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-			Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10)},
+			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			Annotations: map[string]string{
+				preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10),
+				PoolAddressesAnnotation:            strconv.Itoa(poolAddresses),
+			},
 			OwnerReferences: []metav1.OwnerReference{HostOwnerReference(host)},
 		},
 		Spec: ipamv1.IPClaimSpec{

@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
+)
+
+// poolMapper maps pool events to the hosts that may be waiting on the pool.
+type poolMapper struct {
+	client client.Client
+}
+
+// forPool maps a pool's creation, deletion or spec change to the hosts of
+// its namespace that are paused for us or that we set up: a host set up
+// earlier whose template now names the pool waits on it too.
+func (m *poolMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
+	seen := map[types.NamespacedName]bool{}
+	var requests []reconcile.Request
+	for _, selection := range []client.ListOption{
+		client.MatchingFields{index.HostPausedForUsField: "true"},
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+	} {
+		hosts := &bmov1alpha1.BareMetalHostList{}
+		if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace()), selection); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts an IPPool can unblock")
+			return nil
+		}
+		for i := range hosts.Items {
+			request := requestFor(&hosts.Items[i])
+			if !seen[request.NamespacedName] {
+				seen[request.NamespacedName] = true
+				requests = append(requests, request)
+			}
+		}
+	}
+	return requests
+}
+
+// forReleasedAddress maps a deleted IPAddress to the hosts whose claims on
+// its pool failed: IPAM never looks at a failed claim again, and the freed
+// address may be theirs once the claim is made anew.
+func (m *poolMapper) forReleasedAddress(ctx context.Context, obj client.Object) []reconcile.Request {
+	address, ok := obj.(*ipamv1.IPAddress)
+	if !ok {
+		return nil
+	}
+	claims := &ipamv1.IPClaimList{}
+	if err := m.client.List(ctx, claims, client.InNamespace(address.Namespace),
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims a released IPAddress can unblock")
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, claim := range claims.Items {
+		if claim.Spec.Pool.Name != address.Spec.Pool.Name || claim.Status.ErrorMessage == nil {
+			continue
+		}
+		for _, ref := range claim.OwnerReferences {
+			if ref.Kind == "BareMetalHost" {
+				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}})
+			}
+		}
+	}
+	return requests
+}
+
+// addressDeleted passes only deletions: the one IPAddress event that frees
+// an address.
+var addressDeleted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
