@@ -120,6 +120,7 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Named("baremetalhost").
 		WithOptions(options).
 		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(hostChangedWhatWeRead)).
+		WithEventFilter(notPausedOrMoving).
 		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate),
 			builder.WithPredicates(notInInitialList)).
 		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forPreprovisioningTemplate),

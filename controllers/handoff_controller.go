@@ -50,6 +50,7 @@ func (r *HandoffReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("capm3-handoff").
 		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(setUpByUs)).
+		WithEventFilter(notPausedOrMoving).
 		Watches(&ipamv1.IPClaim{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})).
 		Watches(&capm3.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.hostOfData)).
 		Complete(r)

@@ -152,6 +152,7 @@ func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("metal3preprovisioningtemplate").
 		For(&preprovv1.Metal3PreprovisioningTemplate{}).
+		WithEventFilter(notPausedOrMoving).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesNaming)).
 		WatchesRawSource(source.Channel(r.HostChanges, &handler.EnqueueRequestForObject{})).
 		Complete(r)

@@ -105,6 +105,8 @@ type Metal3PreprovisioningTemplateStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=metal3preprovisioningtemplates,scope=Namespaced,categories=cluster-api;metal3,shortName=m3ppt
 // +kubebuilder:subresource:status
+// clusterctl move moves every template: nothing owns one, so no Cluster's hierarchy takes it along.
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
 // +kubebuilder:printcolumn:name="Matched",type="integer",JSONPath=".status.matchedHosts"
 // +kubebuilder:printcolumn:name="Ready",type="integer",JSONPath=".status.readyHosts"
 // +kubebuilder:printcolumn:name="Waiting",type="integer",JSONPath=".status.waitingHosts"

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -112,6 +113,10 @@ func TestGeneratedClusters(t *testing.T) {
 			for _, pool := range ofKind(objects, "IPPool") {
 				_, set, _ := unstructured.NestedString(pool.Object, "spec", "clusterName")
 				clusterNames[pool.GetName()] = set
+				// No Cluster owns a pool without clusterName: clusterctl move
+				// takes it only with this label.
+				_, moves := pool.GetLabels()[clusterctlv1.ClusterctlMoveLabel]
+				assert.Equal(t, !set, moves, "IPPool %s: label %s", pool.GetName(), clusterctlv1.ClusterctlMoveLabel)
 			}
 			assert.Equal(t, f.poolClusterNames, clusterNames)
 		})

@@ -43,6 +43,9 @@ func TestInitInstallsTheProvider(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "metal3preprovisioningtemplates.infrastructure.cluster.x-k8s.io"}, crd))
 	assertProviderLabel(t, crd)
 	assert.Equal(t, "v1beta1", crd.Labels["cluster.x-k8s.io/v1beta2"], "the CRD's contract label maps CAPI v1beta2 to our API version")
+	// Nothing owns a template: clusterctl move takes them by this label.
+	assert.Contains(t, crd.Labels, clusterctlv1.ClusterctlMoveLabel)
+	assert.Contains(t, crd.Labels, clusterctlv1.ClusterctlLabel)
 
 	role := &rbacv1.ClusterRole{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "capm3-preprov-manager-role"}, role))

@@ -28,6 +28,9 @@ const (
 var repo *localRepository
 
 func TestMain(m *testing.M) {
+	if kubeconfig := os.Getenv(managerKubeConfigEnv); kubeconfig != "" {
+		os.Exit(runManagerProcess(kubeconfig))
+	}
 	os.Exit(runTests(m))
 }
 
