@@ -85,6 +85,12 @@ type Outcome struct {
 	// reported with when it is new for the host: a host that stays
 	// failed, conflicting or drifted is not reported again on every reconcile.
 	EventType string
+	// LeftOvers are the other Metal3MachineTemplates that select the host
+	// when a MachineDeployment or KubeadmControlPlane references Template:
+	// left-overs of a rollout, which do not govern it.
+	LeftOvers []TemplateRef
+	// TemplateUsers name what references Template, when there are LeftOvers.
+	TemplateUsers []string
 }
 
 // HostManager runs the per-host steps.
@@ -128,11 +134,21 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	}
 	matching, selectorErrs := selecting(templates, host.Labels)
 	for _, selectorErr := range selectorErrs {
-		log.Error(selectorErr, "Template has an invalid hostSelector and selects no host")
+		log.Error(selectorErr, "Template is invalid and selects no host")
 	}
 
 	if !pausedForUs && !setUpByUs && !anyAdopts(matching) {
 		return Outcome{Phase: PhaseIgnored}, nil
+	}
+
+	var resolution Resolution
+	if len(matching) > 1 {
+		if resolution, err = m.Templates.Resolve(ctx, host.Namespace, setUpFrom(host), matching); err != nil {
+			return Outcome{}, err
+		}
+		if resolution.Governing != nil {
+			matching = []Template{*resolution.Governing}
+		}
 	}
 
 	switch len(matching) {
@@ -151,7 +167,9 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			names = append(names, t.Ref.String())
 		}
 		message := fmt.Sprintf("selected by %d templates (%s): the host is left untouched until exactly one selects it; "+
-			"narrow the hostSelectors or change the host's labels", len(matching), strings.Join(names, ", "))
+			"narrow the hostSelectors or change the host's labels (Metal3MachineTemplates that render the same network data, "+
+			"or of which exactly one is referenced by a MachineDeployment or KubeadmControlPlane, do not conflict)",
+			len(matching), strings.Join(names, ", "))
 		outcome := m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message)
 		outcome.Conflicts = refs
 		return outcome, nil
@@ -162,7 +180,14 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	outcome, err := m.reconcileWithTemplate(ctx, host, template)
 	// Set up anyway: the network may have a DHCP server or relay for the boot.
 	outcome.BootNeedsDHCP = bootNeedsDHCP(host.Spec.BMC.Address)
+	outcome.LeftOvers, outcome.TemplateUsers = resolution.LeftOvers, resolution.Users
 	return outcome, err
+}
+
+// setUpFrom is the template recorded on a host we set up.
+func setUpFrom(host *bmov1alpha1.BareMetalHost) TemplateRef {
+	ref, _ := ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+	return ref
 }
 
 func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template) (Outcome, error) {
@@ -309,7 +334,7 @@ func derefOutcome(outcome *Outcome) Outcome {
 }
 
 // selecting returns the templates that select a host with these labels, and
-// the errors of templates whose selector is invalid (they select nothing).
+// the errors of invalid templates (they select nothing).
 func selecting(templates []Template, hostLabels map[string]string) ([]Template, []error) {
 	var matching []Template
 	var errs []error

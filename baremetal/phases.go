@@ -74,7 +74,8 @@ func (p *HostPhases) CountHosts() map[metrics.HostGroup]int {
 // Equal reports whether two outcomes say the same.
 func (o Outcome) Equal(other Outcome) bool {
 	return o.Phase == other.Phase && o.Template == other.Template && o.Reason == other.Reason &&
-		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP
+		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP &&
+		slices.Equal(o.LeftOvers, other.LeftOvers)
 }
 
 // Templates are the templates an outcome concerns.

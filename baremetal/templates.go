@@ -2,18 +2,23 @@ package baremetal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 )
 
 // Template kinds, as they appear in events, logs and TemplateRef.
@@ -46,6 +51,9 @@ type Template struct {
 	Ref        TemplateRef
 	Generation int64
 	Selector   capm3.HostSelector
+	// Invalid says why the template selects no host: what the webhook
+	// refuses, found on a template it never saw.
+	Invalid string
 
 	// Exactly one of NetworkData (inline) and DataTemplateName (a
 	// Metal3DataTemplate in the same namespace) is the data source; a
@@ -72,7 +80,11 @@ func (t Template) NetworkDataOptions() []networkdata.Option {
 }
 
 // Selects reports whether the template selects a host with these labels.
+// An invalid template selects none, and says why.
 func (t Template) Selects(hostLabels map[string]string) (bool, error) {
+	if t.Invalid != "" {
+		return false, fmt.Errorf("%s selects no host: %s", t.Ref, t.Invalid)
+	}
 	selector, err := HostSelector(t.Selector)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", t.Ref, err)
@@ -154,6 +166,9 @@ func FromPreprovisioningTemplate(m3ppt *preprovv1.Metal3PreprovisioningTemplate)
 		AdoptExistingHosts:     spec.AdoptExistingHosts,
 		UpdateProvisionedHosts: spec.ProvisionedHostPolicy == preprovv1.ProvisionedHostUpdate,
 	}
+	if errs := TemplateSpecErrors(&spec); len(errs) > 0 {
+		template.Invalid = errs.ToAggregate().Error()
+	}
 	switch {
 	case spec.NetworkData != nil && spec.DataTemplateRef != nil:
 		template.NetworkData = nil
@@ -189,6 +204,140 @@ func (t *Templates) NetworkData(ctx context.Context, namespace string, template 
 			"without it the deploy ramdisk has no network", template.DataTemplateName, template.Ref)}
 	}
 	return dataTemplate.Spec.NetworkData, nil
+}
+
+// Resolution is which of several templates that select a host governs it.
+type Resolution struct {
+	// Governing is the template the host is set up from; nil is a conflict.
+	Governing *Template
+	// LeftOvers are the other templates when a MachineDeployment or
+	// KubeadmControlPlane references the governing one and they would
+	// render different network data: left-overs of a rollout.
+	LeftOvers []TemplateRef
+	// Users name what references the governing template, for the event.
+	Users []string
+}
+
+// Resolve decides between several templates that select a host. Only
+// Metal3MachineTemplates can be resolved, since a CAPI rollout leaves the
+// old ones in place while old MachineSets use them: (a) templates that
+// render the same network data do not conflict; (b) otherwise the one
+// template a MachineDeployment or KubeadmControlPlane of the namespace
+// references now governs; (c) otherwise it is a conflict. setUpFrom is the
+// template the host was set up from, kept in case (a) when nothing decides.
+func (t *Templates) Resolve(ctx context.Context, namespace string, setUpFrom TemplateRef, matching []Template) (Resolution, error) {
+	for _, template := range matching {
+		if template.Ref.Kind != KindMachineTemplate {
+			return Resolution{}, nil
+		}
+	}
+	users, err := t.machineTemplateUsers(ctx, namespace)
+	if err != nil {
+		return Resolution{}, err
+	}
+	var referenced []int
+	for i, template := range matching {
+		if len(users[template.Ref.Name]) > 0 {
+			referenced = append(referenced, i)
+		}
+	}
+	same, err := t.renderTheSame(ctx, namespace, matching)
+	if err != nil {
+		return Resolution{}, err
+	}
+	switch {
+	case same && len(referenced) == 1:
+		return Resolution{Governing: &matching[referenced[0]]}, nil
+	case same:
+		for i := range matching {
+			if matching[i].Ref == setUpFrom {
+				return Resolution{Governing: &matching[i]}, nil
+			}
+		}
+		return Resolution{Governing: &matching[0]}, nil
+	case len(referenced) == 1:
+		governing := &matching[referenced[0]]
+		resolution := Resolution{Governing: governing, Users: users[governing.Ref.Name]}
+		for _, template := range matching {
+			if template.Ref != governing.Ref {
+				resolution.LeftOvers = append(resolution.LeftOvers, template.Ref)
+			}
+		}
+		return resolution, nil
+	}
+	return Resolution{}, nil
+}
+
+// ReasonLeftOverTemplates is the Normal event of a host whose governing
+// template is referenced by a MachineDeployment or KubeadmControlPlane while
+// left-overs of a rollout select it too.
+const ReasonLeftOverTemplates = "PreprovisioningTemplateLeftOver"
+
+// LeftOversMessage says which template governs a host and which are
+// left-overs, for the event.
+func LeftOversMessage(governing TemplateRef, users []string, leftOvers []TemplateRef) string {
+	names := make([]string, 0, len(leftOvers))
+	for _, ref := range leftOvers {
+		names = append(names, ref.String())
+	}
+	return fmt.Sprintf("%s governs this host: %s references it. Also selecting it, and set aside as left-overs of a rollout "+
+		"while they render different network data: %s", governing, strings.Join(users, ", "), strings.Join(names, ", "))
+}
+
+// machineTemplateUsers returns, by Metal3MachineTemplate name, the
+// MachineDeployments (spec.template.spec.infrastructureRef) and
+// KubeadmControlPlanes (spec.machineTemplate.spec.infrastructureRef) of the
+// namespace that reference it now, as "<Kind>/<name>".
+func (t *Templates) machineTemplateUsers(ctx context.Context, namespace string) (map[string][]string, error) {
+	users := map[string][]string{}
+	add := func(ref clusterv1.ContractVersionedObjectReference, user string) {
+		if ref.Kind == KindMachineTemplate && ref.APIGroup == capm3.GroupVersion.Group && ref.Name != "" {
+			users[ref.Name] = append(users[ref.Name], user)
+		}
+	}
+	deployments := &clusterv1.MachineDeploymentList{}
+	if err := t.Reader.List(ctx, deployments, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineDeployments in %q: %w", namespace, err)
+	}
+	for _, deployment := range deployments.Items {
+		add(deployment.Spec.Template.Spec.InfrastructureRef, "MachineDeployment/"+deployment.Name)
+	}
+	controlPlanes := &controlplane.KubeadmControlPlaneList{}
+	// A management cluster without Kubeadm's control plane provider has
+	// no KubeadmControlPlane to reference a template.
+	if err := t.Reader.List(ctx, controlPlanes, client.InNamespace(namespace)); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing KubeadmControlPlanes in %q: %w", namespace, err)
+	}
+	for _, controlPlane := range controlPlanes.Items {
+		add(controlPlane.Spec.MachineTemplate.Spec.InfrastructureRef, "KubeadmControlPlane/"+controlPlane.Name)
+	}
+	return users, nil
+}
+
+// renderTheSame reports whether the templates would render the same network
+// data for any host: the same network data and bond parameters. A template
+// that cannot be used renders nothing, so it is never the same.
+func (t *Templates) renderTheSame(ctx context.Context, namespace string, templates []Template) (bool, error) {
+	var first *capm3.NetworkData
+	for i, template := range templates {
+		networkData, err := t.NetworkData(ctx, namespace, template)
+		if err != nil {
+			var templateErr *TemplateError
+			if errors.As(err, &templateErr) {
+				return false, nil
+			}
+			return false, err
+		}
+		if i == 0 {
+			first = networkData
+			continue
+		}
+		if !equality.Semantic.DeepEqual(first, networkData) ||
+			!equality.Semantic.DeepEqual(templates[0].BondParameters, template.BondParameters) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // TemplateError is a template that cannot be used until a user fixes it.

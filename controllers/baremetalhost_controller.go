@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +24,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
@@ -36,6 +39,8 @@ import (
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ippools,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get;list;watch
 
 // BareMetalHostReconciler gives paused hosts their preprovisioning network
 // data. Hosts are the root of the work: every other watch maps to hosts.
@@ -79,6 +84,11 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			outcome.Message != previous.Message) {
 			r.Manager.Recorder.Eventf(host, nil, outcome.EventType, outcome.Reason, baremetal.EventAction, "%s", outcome.Message)
 		}
+		// Once when a rollout's left-overs start or stop being set aside.
+		if len(outcome.LeftOvers) > 0 && !slices.Equal(outcome.LeftOvers, previous.LeftOvers) {
+			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonLeftOverTemplates, baremetal.EventAction,
+				"%s", baremetal.LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
+		}
 		if outcome.Phase == baremetal.PhaseOrphaned {
 			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
 		}
@@ -116,7 +126,7 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 	hosts := &hostMapper{client: mgr.GetClient(), templates: r.Manager.Templates}
 	pools := &poolMapper{client: mgr.GetClient()}
 	toOwningHost := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})
-	return ctrl.NewControllerManagedBy(mgr).
+	hostController := ctrl.NewControllerManagedBy(mgr).
 		Named("baremetalhost").
 		WithOptions(options).
 		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(hostChangedWhatWeRead)).
@@ -129,11 +139,19 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPool),
 			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
+			builder.WithPredicates(notInInitialList, machineTemplateReferenceChanged)).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedAddress), builder.WithPredicates(addressDeleted)).
-		Watches(&corev1.Secret{}, toOwningHost).
-		Complete(r)
+		Watches(&corev1.Secret{}, toOwningHost)
+	// A management cluster may run another control plane provider than
+	// Kubeadm's; then no KubeadmControlPlane references a template.
+	if controlplane.Served(mgr.GetRESTMapper()) {
+		hostController = hostController.Watches(&controlplane.KubeadmControlPlane{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
+			builder.WithPredicates(notInInitialList, machineTemplateReferenceChanged))
+	}
+	return hostController.Complete(r)
 }
 
 // hostChangedWhatWeRead passes the host updates that change something we

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -328,7 +329,26 @@ func TestMachineTemplatesNeedToOptIn(t *testing.T) {
 	waitForNetworkData(t, ns, "node-0")
 }
 
-func TestEditingTheDataTemplateRerendersInPlace(t *testing.T) {
+// CAPM3's webhook (its stand-in here) refuses any change to a
+// Metal3DataTemplate's networkData or metaData: a network change is a new
+// data template, never an edit.
+func TestDataTemplateNetworkDataCannotBeEdited(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")))
+	dataTemplate := &capm3.Metal3DataTemplate{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pooled"}, dataTemplate))
+	original := dataTemplate.DeepCopy()
+	dataTemplate.Spec.NetworkData.Links.Ethernets[0].MTU = 9000
+	err := k8sClient.Patch(context.Background(), dataTemplate, client.MergeFrom(original))
+	require.Error(t, err, "an edit of a Metal3DataTemplate's networkData was accepted")
+	assert.True(t, apierrors.IsInvalid(err), "not refused as invalid: %v", err)
+	assert.Contains(t, err.Error(), "spec.NetworkData: Invalid value")
+	assert.Contains(t, err.Error(), "cannot be modified")
+}
+
+// Pointing a Metal3MachineTemplate at a new Metal3DataTemplate (CAPM3
+// allows editing a Metal3MachineTemplate) re-renders its hosts in place.
+func TestNewDataTemplateRerendersInPlace(t *testing.T) {
 	ns := newNamespace(t)
 	createPooledWorkers(t, ns, "node-0")
 	before := waitForNetworkData(t, ns, "node-0")
@@ -338,11 +358,10 @@ func TestEditingTheDataTemplateRerendersInPlace(t *testing.T) {
 	claim := &ipamv1.IPClaim{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "node-0-provisioning"}, claim))
 
-	dataTemplate := &capm3.Metal3DataTemplate{}
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pooled"}, dataTemplate))
-	original := dataTemplate.DeepCopy()
-	dataTemplate.Spec.NetworkData.Links.Ethernets[0].MTU = 9000
-	require.NoError(t, k8sClient.Patch(context.Background(), dataTemplate, client.MergeFrom(original)))
+	jumbo := fixtures.PoolNetworkData("provisioning")
+	jumbo.Links.Ethernets[0].MTU = 9000
+	create(t, fixtures.DataTemplate(ns, "pooled-jumbo", jumbo))
+	pointMachineTemplateAt(t, ns, "workers", "pooled-jumbo")
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		after := readNetworkData(c, ns, "node-0")
@@ -356,6 +375,17 @@ func TestEditingTheDataTemplateRerendersInPlace(t *testing.T) {
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(claim), sameClaim))
 	assert.Equal(t, claim.UID, sameClaim.UID, "the claim was recreated")
 	waitForEvent(t, ns, "node-0", baremetal.ReasonSecretUpdated)
+}
+
+// pointMachineTemplateAt names another Metal3DataTemplate in a
+// Metal3MachineTemplate.
+func pointMachineTemplateAt(t *testing.T, ns, machineTemplate, dataTemplate string) {
+	t.Helper()
+	m3mt := &capm3.Metal3MachineTemplate{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: machineTemplate}, m3mt))
+	original := m3mt.DeepCopy()
+	m3mt.Spec.Template.Spec.DataTemplate.Name = dataTemplate
+	require.NoError(t, k8sClient.Patch(context.Background(), m3mt, client.MergeFrom(original)))
 }
 
 // countingHostManager is a host manager like the controller's, on a client
@@ -372,13 +402,12 @@ func countingHostManager(t *testing.T, allMachineTemplates bool) (*baremetal.Hos
 	}, writes
 }
 
+// fixDataTemplate fixes the network data the way CAPM3 allows: a new
+// Metal3DataTemplate, named by the Metal3MachineTemplate.
 func fixDataTemplate(networkData *capm3.NetworkData) func(t *testing.T, ns string) {
 	return func(t *testing.T, ns string) {
-		dataTemplate := &capm3.Metal3DataTemplate{}
-		require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data"}, dataTemplate))
-		original := dataTemplate.DeepCopy()
-		dataTemplate.Spec.NetworkData = networkData
-		require.NoError(t, k8sClient.Patch(context.Background(), dataTemplate, client.MergeFrom(original)))
+		create(t, fixtures.DataTemplate(ns, "data-fixed", networkData))
+		pointMachineTemplateAt(t, ns, "workers", "data-fixed")
 	}
 }
 

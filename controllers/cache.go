@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,9 +22,10 @@ func CacheOptions(namespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Only our own Secrets: never BMC credentials or anything else.
-			&corev1.Secret{}:             {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
-			&bmov1alpha1.BareMetalHost{}: {Transform: SlimHost},
-			&ipamv1.IPPool{}:             {Transform: poolWithoutStatus},
+			&corev1.Secret{}:               {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
+			&bmov1alpha1.BareMetalHost{}:   {Transform: SlimHost},
+			&ipamv1.IPPool{}:               {Transform: poolWithoutStatus},
+			&clusterv1.MachineDeployment{}: {Transform: machineDeploymentReference},
 		},
 	}
 	if namespace != "" {
@@ -91,4 +93,28 @@ func poolWithoutStatus(obj any) (any, error) {
 		pool.Status = ipamv1.IPPoolStatus{}
 	}
 	return obj, nil
+}
+
+// machineDeploymentReference keeps of a MachineDeployment only the
+// Metal3MachineTemplate it references (spec.template.spec.infrastructureRef):
+// we read nothing else of it and never write it.
+func machineDeploymentReference(obj any) (any, error) {
+	deployment, ok := obj.(*clusterv1.MachineDeployment)
+	if !ok {
+		return obj, nil
+	}
+	slim := &clusterv1.MachineDeployment{
+		TypeMeta: deployment.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              deployment.Name,
+			Namespace:         deployment.Namespace,
+			UID:               deployment.UID,
+			ResourceVersion:   deployment.ResourceVersion,
+			Generation:        deployment.Generation,
+			CreationTimestamp: deployment.CreationTimestamp,
+			DeletionTimestamp: deployment.DeletionTimestamp,
+		},
+	}
+	slim.Spec.Template.Spec.InfrastructureRef = deployment.Spec.Template.Spec.InfrastructureRef
+	return slim, nil
 }

@@ -9,12 +9,16 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 )
 
@@ -117,6 +121,42 @@ func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconc
 	return requests
 }
 
+// forMachineTemplateUser maps a MachineDeployment or KubeadmControlPlane to
+// the hosts of the Metal3MachineTemplate it references: a rollout decides
+// which of several templates governs a host (baremetal.Templates.Resolve).
+// On an update both the old and the new object are mapped, so the hosts of
+// the template it stopped referencing are visited too.
+func (m *hostMapper) forMachineTemplateUser(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := referencedMachineTemplate(obj)
+	if name == "" {
+		return nil
+	}
+	m3mt := &capm3.Metal3MachineTemplate{}
+	if err := m.client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, m3mt); err != nil {
+		if !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).Error(err, "Getting the Metal3MachineTemplate a MachineDeployment or KubeadmControlPlane references")
+		}
+		return nil
+	}
+	return m.forMachineTemplate(ctx, m3mt)
+}
+
+// referencedMachineTemplate is the name of the Metal3MachineTemplate a
+// MachineDeployment or KubeadmControlPlane references, or "".
+func referencedMachineTemplate(obj client.Object) string {
+	var ref clusterv1.ContractVersionedObjectReference
+	switch user := obj.(type) {
+	case *clusterv1.MachineDeployment:
+		ref = user.Spec.Template.Spec.InfrastructureRef
+	case *controlplane.KubeadmControlPlane:
+		ref = user.Spec.MachineTemplate.Spec.InfrastructureRef
+	}
+	if ref.Kind != baremetal.KindMachineTemplate || ref.APIGroup != capm3.GroupVersion.Group {
+		return ""
+	}
+	return ref.Name
+}
+
 // hostsOf returns the hosts a template selects and the hosts it set up.
 func (m *hostMapper) hostsOf(ctx context.Context, namespace string, template baremetal.Template) []reconcile.Request {
 	requests := m.hostsSetUpBy(ctx, namespace, template.Ref)
@@ -151,4 +191,14 @@ func (m *hostMapper) hostsSetUpBy(ctx context.Context, namespace string, ref bar
 
 func requestFor(obj client.Object) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}
+
+// machineTemplateReferenceChanged passes the creations and deletions of
+// MachineDeployments and KubeadmControlPlanes, and the updates that change
+// the Metal3MachineTemplate they reference: a scale or a status update
+// changes nothing a host depends on.
+var machineTemplateReferenceChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return referencedMachineTemplate(e.ObjectOld) != referencedMachineTemplate(e.ObjectNew)
+	},
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
@@ -46,6 +48,8 @@ type TemplateStatusReconciler struct {
 	Client    client.Client
 	Templates *baremetal.Templates
 	Phases    *baremetal.HostPhases
+	// Recorder reports invalid templates.
+	Recorder events.EventRecorder
 	// HostChanges carries a template whenever one of its hosts changed phase.
 	HostChanges <-chan event.GenericEvent
 }
@@ -79,6 +83,7 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.reportInvalid(template, problem)
 	conditions.Set(template, readyCondition(counts, problem))
 	conditions.Set(template, upToDateCondition(counts))
 	return ctrl.Result{}, nil
@@ -86,8 +91,8 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 // templateProblem says what makes the template itself unusable, if anything.
 func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespace string, view baremetal.Template) (string, error) {
-	if _, err := baremetal.HostSelector(view.Selector); err != nil {
-		return fmt.Sprintf("invalid spec.hostSelector, it selects no host: %v", err), nil
+	if view.Invalid != "" {
+		return "the template selects no host until it is fixed: " + view.Invalid, nil
 	}
 	networkData, err := r.Templates.NetworkData(ctx, namespace, view)
 	if err != nil {
@@ -106,6 +111,19 @@ func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespac
 		return "invalid network data: " + strings.Join(messages, "; "), nil
 	}
 	return "", nil
+}
+
+// reportInvalid emits a Warning event when a template becomes invalid or its
+// problem changes, not on every reconcile: the Ready condition it replaces
+// says what was reported last.
+func (r *TemplateStatusReconciler) reportInvalid(template *preprovv1.Metal3PreprovisioningTemplate, problem string) {
+	if problem == "" {
+		return
+	}
+	if last := conditions.Get(template, ReadyCondition); last != nil && last.Reason == InvalidTemplateReason && last.Message == problem {
+		return
+	}
+	r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, baremetal.ReasonTemplateInvalid, baremetal.EventAction, "%s", problem)
 }
 
 func readyCondition(counts baremetal.HostCounts, problem string) metav1.Condition {

@@ -50,7 +50,7 @@ func TestFailedAndConflictingHostsAreReportedOncePerOutcome(t *testing.T) {
 	require.Len(t, reported, 1)
 	assert.Contains(t, reported[0], "Warning "+baremetal.ReasonIPClaimFailed)
 
-	create(t, preprovTemplate(ns, "everything", nil, fixtures.StaticNetworkData()))
+	create(t, preprovTemplate(ns, "rack-r1-too", racked, fixtures.StaticNetworkData()))
 	reported = reconcileThrice()
 	require.Len(t, reported, 1)
 	assert.Contains(t, reported[0], "Warning "+baremetal.ReasonTemplateConflict)

@@ -114,10 +114,12 @@ func TestBondParametersReachTheSecret(t *testing.T) {
 	assertUntouched(t, ns, "node-0", preprovv1.PausedForPreprovisioning)
 
 	template = getTemplate(t, ns, "bonded")
+	original := template.DeepCopy()
 	template.Spec.BondParameters = map[string]map[string]intstr.IntOrString{
 		"bond0": {"miimon": intstr.FromInt32(100), "lacp_rate": intstr.FromString("fast")},
 	}
-	require.NoError(t, k8sClient.Update(context.Background(), template))
+	// A patch: the template's status may be written between the read and this write.
+	require.NoError(t, k8sClient.Patch(context.Background(), template, client.MergeFrom(original)))
 
 	networkData := waitForNetworkData(t, ns, "node-0")
 	var bond map[string]any

@@ -80,6 +80,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&TemplateStatusReconciler{
 		Client: mgr.GetClient(), Templates: templates, Phases: phases, HostChanges: templateChanges,
+		Recorder: mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -12,12 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/capm3-preprov/capm3-preprov/test/capm3webhook"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
 )
 
 // One control plane (with the garbage collector, so owner references are
-// enforced as in a real cluster), one manager with our controllers and the
+// enforced as in a real cluster, and CAPM3's Metal3DataTemplate webhook
+// played by test/capm3webhook), one manager with our controllers and the
 // IPAM stand-in serve every test; each test works in its own namespace.
 var (
 	testEnv   *envtest.Environment
@@ -46,6 +48,12 @@ func runSuite(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// CAPM3 does not run here; its Metal3DataTemplate rules must hold all the same.
+	capm3WebhookDone, err := capm3webhook.Start(ctx, env.Config, env.Scheme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
 		Cache:   CacheOptions(""),
@@ -75,6 +83,10 @@ func runSuite(m *testing.M) int {
 	}
 	if err := <-standInDone; err != nil {
 		fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
+		return 1
+	}
+	if err := <-capm3WebhookDone; err != nil {
+		fmt.Fprintln(os.Stderr, "CAPM3 webhook stand-in:", err)
 		return 1
 	}
 	return code

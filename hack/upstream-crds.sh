@@ -10,7 +10,10 @@
 #   - ipam.metal3.io (IPPool, IPClaim, IPAddress): generated from
 #     github.com/metal3-io/ip-address-manager/api
 #   - cluster.x-k8s.io and ipam.cluster.x-k8s.io: copied verbatim from
-#     config/crd/bases of the sigs.k8s.io/cluster-api module.
+#     config/crd/bases of the sigs.k8s.io/cluster-api module, and
+#     KubeadmControlPlane (controlplane.cluster.x-k8s.io, whose
+#     spec.machineTemplate.spec.infrastructureRef the controller reads) from
+#     controlplane/kubeadm/config/crd/bases.
 #
 # The output is deterministic: re-running it on an unchanged go.mod and the
 # same controller-gen produces identical files, so CI can check staleness with
@@ -68,13 +71,14 @@ trap 'rm -rf "${TMP_DIR}"' EXIT
   paths="${IPAM_MOD}/v1alpha1" \
   output:crd:dir="${TMP_DIR}"
 
-# CAPI core (cluster.x-k8s.io) and CAPI IPAM (ipam.cluster.x-k8s.io) CRDs are
+# CAPI core (cluster.x-k8s.io), CAPI IPAM (ipam.cluster.x-k8s.io) and KCP CRDs are
 # shipped pre-generated in the module; copy them as they are (the module
 # cache is read-only, so set the mode explicitly).
 CAPI_DIR="$(go list -m -f '{{.Dir}}' "${CAPI_MOD}")"
 shopt -s nullglob
 capi_crds=("${CAPI_DIR}"/config/crd/bases/cluster.x-k8s.io_*.yaml
-           "${CAPI_DIR}"/config/crd/bases/ipam.cluster.x-k8s.io_*.yaml)
+           "${CAPI_DIR}"/config/crd/bases/ipam.cluster.x-k8s.io_*.yaml
+           "${CAPI_DIR}"/controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml)
 shopt -u nullglob
 if [[ ${#capi_crds[@]} -eq 0 ]]; then
   echo "no CRDs found under ${CAPI_DIR}/config/crd/bases" >&2

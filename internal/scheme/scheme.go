@@ -8,12 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 )
 
 // New returns a scheme with Kubernetes' built-in kinds, BMO's, CAPM3's
-// (v1beta2, the stored version), Metal3 IPAM's and ours.
+// (v1beta2, the stored version), Metal3 IPAM's, ours, CAPI's core kinds and
+// a view of KubeadmControlPlane.
 func New() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -21,5 +24,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(capm3.AddToScheme(scheme))
 	utilruntime.Must(ipamv1.AddToScheme(scheme))
 	utilruntime.Must(preprovv1.AddToScheme(scheme))
+	// Read for the infrastructure templates they reference, never written.
+	utilruntime.Must(clusterv1.AddToScheme(scheme))
+	utilruntime.Must(controlplane.AddToScheme(scheme))
 	return scheme
 }

@@ -52,7 +52,7 @@ func (templateValidator) ValidateDelete(context.Context, *preprovv1.Metal3Prepro
 // validate returns every problem of the template as one Invalid error, so a
 // user fixes them all in one go.
 func validate(template *preprovv1.Metal3PreprovisioningTemplate) error {
-	if errs := specErrors(&template.Spec); len(errs) > 0 {
+	if errs := baremetal.TemplateSpecErrors(&template.Spec); len(errs) > 0 {
 		return apierrors.NewInvalid(templateGroupKind, template.Name, errs)
 	}
 	return nil

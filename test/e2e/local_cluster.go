@@ -14,9 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/capm3-preprov/capm3-preprov/test/capm3webhook"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
@@ -51,6 +54,9 @@ type LocalCluster struct {
 	webhookCertDir string
 
 	IPAM *IPAMStandIn
+	// stopCAPM3Webhook stops test/capm3webhook, which stands in for CAPM3's
+	// Metal3DataTemplate webhook.
+	stopCAPM3Webhook func() error
 	// Manager is bin/manager installed as config/default installs it,
 	// under the identity of its ServiceAccount.
 	Manager *ManagerProcess
@@ -119,6 +125,12 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		"and allocates addresses by the upstream IPClaim/IPAddress contract")
 	local.IPAM = &IPAMStandIn{Config: local.env.Config, Scheme: local.env.Scheme}
 	if err := local.IPAM.Start(); err != nil {
+		return nil, err
+	}
+
+	say("CAPM3: not running here; test/capm3webhook stands in for its Metal3DataTemplate webhook, " +
+		"which refuses any change to a data template's networkData or metaData")
+	if local.stopCAPM3Webhook, err = startCAPM3Webhook(local.env.Config, local.env.Scheme); err != nil {
 		return nil, err
 	}
 
@@ -347,6 +359,9 @@ func (l *LocalCluster) Stop() error {
 	if l.IPAM != nil {
 		errs = append(errs, l.IPAM.Stop())
 	}
+	if l.stopCAPM3Webhook != nil {
+		errs = append(errs, l.stopCAPM3Webhook())
+	}
 	if l.gc != nil {
 		errs = append(errs, l.gc.Stop())
 	}
@@ -358,4 +373,19 @@ func (l *LocalCluster) Stop() error {
 	}
 	errs = append(errs, os.RemoveAll(l.dir))
 	return errors.Join(errs...)
+}
+
+// startCAPM3Webhook serves the CAPM3 webhook stand-in until the returned
+// function is called.
+func startCAPM3Webhook(config *rest.Config, scheme *runtime.Scheme) (func() error, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := capm3webhook.Start(ctx, config, scheme)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -117,8 +118,11 @@ func PausedBySomeoneElseSpec(ctx context.Context, inputGetter func() SpecInput) 
 	})
 }
 
-// TemplateDay2Spec: editing a template (either kind) re-renders the
-// Secrets of its hosts in place: same Secret, same claims, same addresses.
+// TemplateDay2Spec: changing a host's network data re-renders the Secrets
+// of its hosts in place (same Secret, same claims, same addresses): an edit
+// of a Metal3PreprovisioningTemplate, or a CAPI rollout of a new
+// Metal3DataTemplate and Metal3MachineTemplate, since CAPM3 refuses edits of
+// a Metal3DataTemplate's networkData.
 func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 	var (
 		input     SpecInput
@@ -136,6 +140,7 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 		c.create(ctx, newPools(namespace)...)
 		c.create(ctx, preprovisioningTemplate(namespace, "rack-r1", racked, twoPoolNetworkData()))
 		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.MachineDeployment(namespace, "workers", "workers"))
 		c.create(ctx, newHost(namespace, "racked", 0, racked).objects()...)
 		c.create(ctx, newHost(namespace, "worker", 1, workers).objects()...)
 		hosts := []string{"racked", "worker"}
@@ -146,17 +151,29 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 			addresses[host] = c.addressesOf(ctx, Default, namespace, host)
 		}
 
-		By("Raising the provisioning MTU in the Metal3PreprovisioningTemplate and in the Metal3DataTemplate")
+		By("Raising the provisioning MTU in the Metal3PreprovisioningTemplate")
 		template := &preprovv1.Metal3PreprovisioningTemplate{}
 		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "rack-r1"}, template)).To(Succeed())
 		original := template.DeepCopy()
 		template.Spec.NetworkData.Links.Ethernets[0].MTU = 9000
 		Expect(c.Client.Patch(ctx, template, client.MergeFrom(original))).To(Succeed())
+
+		By("Checking that CAPM3's rule holds: a Metal3DataTemplate's networkData cannot be edited")
 		dataTemplate := &capm3.Metal3DataTemplate{}
 		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "workers"}, dataTemplate)).To(Succeed())
 		originalData := dataTemplate.DeepCopy()
 		dataTemplate.Spec.NetworkData.Links.Ethernets[0].MTU = 9000
-		Expect(c.Client.Patch(ctx, dataTemplate, client.MergeFrom(originalData))).To(Succeed())
+		Expect(c.Client.Patch(ctx, dataTemplate, client.MergeFrom(originalData))).To(MatchError(ContainSubstring("cannot be modified")))
+
+		By("Rolling the MTU out as CAPI does: a new Metal3DataTemplate and Metal3MachineTemplate, the MachineDeployment pointed at them")
+		jumbo := twoPoolNetworkData()
+		jumbo.Links.Ethernets[0].MTU = 9000
+		c.create(ctx, machineTemplate(namespace, "workers-jumbo", workers, jumbo)...)
+		deployment := &clusterv1.MachineDeployment{}
+		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "workers"}, deployment)).To(Succeed())
+		originalDeployment := deployment.DeepCopy()
+		deployment.Spec.Template.Spec.InfrastructureRef.Name = "workers-jumbo"
+		Expect(c.Client.Patch(ctx, deployment, client.MergeFrom(originalDeployment))).To(Succeed())
 
 		By("Waiting for both Secrets to be re-rendered, in place, with the same addresses")
 		Eventually(func(g Gomega) {
@@ -170,6 +187,13 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 			Expect(c.addressesOf(ctx, Default, namespace, host)).To(Equal(addresses[host]), "addresses of %s changed", host)
 		}
 		c.expectHostsSetUp(ctx, Default, namespace, hosts, bothPools)
+		By("Checking that the old Metal3MachineTemplate, kept for the old MachineSet, is a left-over, not a conflict")
+		Eventually(func(g Gomega) {
+			c.expectEvent(ctx, g, namespace, "worker", corev1.EventTypeNormal, baremetal.ReasonLeftOverTemplates,
+				"Metal3MachineTemplate/workers-jumbo governs", "MachineDeployment/workers", "Metal3MachineTemplate/workers")
+		}).Should(Succeed())
+		Expect(c.hostEvents(ctx, Default, namespace, "worker")).NotTo(ContainElement(
+			HaveField("Reason", baremetal.ReasonTemplateConflict)), "the rollout was reported as a conflict")
 	})
 }
 

@@ -1,4 +1,4 @@
-package webhooks
+package baremetal
 
 import (
 	"errors"
@@ -10,19 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 )
 
-// specErrors returns every problem of a template spec, with paths under spec.
-func specErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec) field.ErrorList {
+// TemplateSpecErrors returns every problem of a Metal3PreprovisioningTemplate
+// spec, with paths under spec. The webhook refuses a template with any; the
+// controller, which may run without the webhook (the namespaced install) or
+// find templates older than it, lets such a template select no host.
+func TemplateSpecErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	errs := selectorErrors(spec.HostSelector, path.Child("hostSelector"))
 	return append(errs, sourceErrors(spec, path)...)
 }
 
 // selectorErrors refuses a selector that would select every host of the
-// namespace, and checks each requirement alone with baremetal.HostSelector,
+// namespace, and checks each requirement alone with HostSelector,
 // the function the controller matches hosts with, so both agree on what is
 // valid and every bad requirement is reported at its own path.
 func selectorErrors(selector capm3.HostSelector, path *field.Path) field.ErrorList {
@@ -33,7 +35,7 @@ func selectorErrors(selector capm3.HostSelector, path *field.Path) field.ErrorLi
 	var errs field.ErrorList
 	for _, key := range slices.Sorted(maps.Keys(selector.MatchLabels)) {
 		label := capm3.HostSelector{MatchLabels: map[string]string{key: selector.MatchLabels[key]}}
-		if _, err := baremetal.HostSelector(label); err != nil {
+		if _, err := HostSelector(label); err != nil {
 			// The requirement's own paths (key, values[0]) mean the label's
 			// key and value here, which its bad value shows.
 			errs = append(errs, requirementErrors(err, path.Child("matchLabels").Key(key), false)...)
@@ -41,7 +43,7 @@ func selectorErrors(selector capm3.HostSelector, path *field.Path) field.ErrorLi
 	}
 	for i, expression := range selector.MatchExpressions {
 		requirement := capm3.HostSelector{MatchExpressions: []capm3.HostSelectorRequirement{expression}}
-		if _, err := baremetal.HostSelector(requirement); err != nil {
+		if _, err := HostSelector(requirement); err != nil {
 			errs = append(errs, requirementErrors(err, path.Child("matchExpressions").Index(i), true)...)
 		}
 	}
