@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -147,4 +148,44 @@ func TestAllMachineTemplatesWithoutSelectors(t *testing.T) {
 func imageRollout(m3mt *capm3.Metal3MachineTemplate) *capm3.Metal3MachineTemplate {
 	m3mt.Spec.Template.Spec.Image.URL = "http://images.example.com/node-v2.qcow2"
 	return m3mt
+}
+
+// A provisioned host set up from a left-over keeps its Secret when the
+// rollout renders different data: drift is reported, as for any template
+// change (a Metal3MachineTemplate has no Update policy).
+func TestRolloutReportsDriftOnProvisionedHosts(t *testing.T) {
+	ns := newNamespace(t)
+	create(t,
+		fixtures.DataTemplate(ns, "data-v1", fixtures.StaticNetworkData()),
+		fixtures.MachineTemplate(ns, "workers-v1", "data-v1", workers),
+		fixtures.MachineDeployment(ns, "md-0", "workers-v1"),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
+	)
+	before := waitForNetworkData(t, ns, "node-0")
+	host := getHost(t, ns, "node-0")
+	host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+	require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+
+	jumbo := fixtures.StaticNetworkData()
+	jumbo.Links.Ethernets[0].MTU = 9000
+	create(t,
+		fixtures.DataTemplate(ns, "data-v2", jumbo),
+		fixtures.MachineTemplate(ns, "workers-v2", "data-v2", workers),
+	)
+	deployment := &clusterv1.MachineDeployment{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "md-0"}, deployment))
+	original := deployment.DeepCopy()
+	deployment.Spec.Template.Spec.InfrastructureRef.Name = "workers-v2"
+	require.NoError(t, k8sClient.Patch(context.Background(), deployment, client.MergeFrom(original)))
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var drift string
+		for _, event := range hostEvents(c, ns, "node-0") {
+			if event.Reason == baremetal.ReasonNetworkDataDrift {
+				drift = event.Note
+			}
+		}
+		assert.Contains(c, drift, "Metal3MachineTemplate/workers-v2 now renders different network data")
+	}, waitTimeout, pollInterval)
+	assert.Equal(t, before, readNetworkData(t, ns, "node-0"), "a provisioned host's Secret was changed")
 }
