@@ -157,7 +157,7 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			return m.orphaned(ctx, host), nil
 		}
 		log.V(1).Info("No template selects this host; it stays paused until one does")
-		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, nil
+		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, m.releaseBeforeSetUp(ctx, host)
 	case 1:
 	default:
 		refs := make([]TemplateRef, 0, len(matching))
@@ -172,7 +172,7 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			len(matching), strings.Join(names, ", "))
 		outcome := m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message)
 		outcome.Conflicts = refs
-		return outcome, nil
+		return outcome, m.releaseBeforeSetUp(ctx, host)
 	}
 
 	template := matching[0]
@@ -211,6 +211,15 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
 
+	// Before any claim: a Secret of our name that is not the host's stops
+	// it, and a provisioned host whose Secret stays as it is claims nothing.
+	secret, outcome, err := m.currentSecret(ctx, host, template.Ref)
+	if err != nil || outcome != nil {
+		return derefOutcome(outcome), err
+	}
+	if outcome, err := m.driftWithoutClaims(ctx, host, template, secret, pools); err != nil || outcome != nil {
+		return derefOutcome(outcome), err
+	}
 	claims, outcome, err := m.addresses(ctx, host, template.Ref, pools)
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
@@ -221,10 +230,6 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
 
-	secret, outcome, err := m.currentSecret(ctx, host, template.Ref)
-	if err != nil || outcome != nil {
-		return derefOutcome(outcome), err
-	}
 	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts && !rerenderRequested(host) &&
 		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
 		message := fmt.Sprintf("%s now renders different network data, but the host is %s: its Secret %q is left as it is "+
@@ -247,6 +252,10 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return derefOutcome(outcome), err
 	}
 	if err := m.pointHostAtSecret(ctx, host, template.Ref, claims); err != nil {
+		return Outcome{}, err
+	}
+	// The Secret holds the new data: claims it no longer uses go.
+	if err := m.releaseUnusedClaims(ctx, host, pools, rendered); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Phase: PhaseReady, Template: template.Ref}, nil

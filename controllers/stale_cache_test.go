@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -27,10 +28,15 @@ import (
 func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	ns := newNamespace(t)
 	// Not opted in, so only this test's host manager (all machine
-	// templates) sets the host up, not the suite's manager.
+	// templates) sets the host up, not the suite's manager. The suite's
+	// manager sees a template of its own that cannot work, so it leaves
+	// the host's claims alone (a host no template selects gives them back).
 	m3mt := fixtures.MachineTemplate(ns, "workers", "pooled", workers)
 	delete(m3mt.Annotations, preprovv1.EnabledAnnotation)
+	suiteOnly := preprovTemplate(ns, "suite-only", workers, nil)
+	suiteOnly.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "absent"}
 	create(t,
+		suiteOnly,
 		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
 		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
 		m3mt,
@@ -41,6 +47,12 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	var hidden atomic.Value // the kind a lagging cache does not show yet
 	hidden.Store("")
 	lagging := interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, suiteOnly := list.(*preprovv1.Metal3PreprovisioningTemplateList); suiteOnly {
+				return nil
+			}
+			return c.List(ctx, list, opts...)
+		},
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			gvk, err := c.GroupVersionKindFor(obj)
 			if err == nil && gvk.Kind == hidden.Load() {

@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,5 +81,32 @@ func setOwnKeys(pool *ipamv1.IPPool, keys []string) error {
 		pool.Annotations = map[string]string{}
 	}
 	pool.Annotations[PreallocatedForAnnotation] = string(value)
+	return nil
+}
+
+// RemoveUnused drops the entries we wrote for the host on pools other than
+// keep, unless networkData (what its Secret holds) still names the address.
+func (p *Preallocations) RemoveUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, networkData []byte) error {
+	pools := &ipamv1.IPPoolList{}
+	if err := p.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+		return fmt.Errorf("listing IPPools: %w", err)
+	}
+	for i := range pools.Items {
+		pool := &pools.Items[i]
+		claimName := ClaimName(host.Name, pool.Name)
+		keys := ownKeys(pool)
+		if slices.Contains(keep, pool.Name) || !slices.Contains(keys, claimName) ||
+			bytes.Contains(networkData, []byte(`"`+string(pool.Spec.PreAllocations[claimName])+`"`)) {
+			continue
+		}
+		original := pool.DeepCopy()
+		delete(pool.Spec.PreAllocations, claimName)
+		if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
+			return err
+		}
+		if err := p.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("removing %s from IPPool %s/%s spec.preAllocations: %w", claimName, pool.Namespace, pool.Name, err)
+		}
+	}
 	return nil
 }

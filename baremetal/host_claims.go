@@ -1,0 +1,56 @@
+package baremetal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// releaseUnusedClaims releases the host's claims on pools other than pools,
+// unless networkData (what its Secret holds) still names their address, and
+// the pool entries the backstop wrote for them.
+func (m *HostManager) releaseUnusedClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
+	networkData []byte,
+) error {
+	if err := m.Claims.ReleaseUnused(ctx, host, pools, networkData); err != nil || m.Preallocations == nil {
+		return err
+	}
+	return m.Preallocations.RemoveUnused(ctx, host, pools, networkData)
+}
+
+// releaseBeforeSetUp gives back what a host still paused for us claimed when
+// no single template selects it any more (a conflict, its template gone).
+// A host we pointed at a Secret keeps its claims: its Secret may name them.
+func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
+	if host.Annotations[preprovv1.PausedAnnotation] != preprovv1.PausedForPreprovisioning ||
+		host.Spec.PreprovisioningNetworkDataName != "" {
+		return nil
+	}
+	return m.releaseUnusedClaims(ctx, host, nil, nil)
+}
+
+// driftWithoutClaims reports drift, without claiming anything, for a
+// provisioned host whose Secret is left as it is while its template now
+// takes addresses from pools it holds no claim on: nothing would use them.
+func (m *HostManager) driftWithoutClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template,
+	secret *corev1.Secret, pools []string,
+) (*Outcome, error) {
+	if secret == nil || !isProvisioned(host) || template.UpdateProvisionedHosts || rerenderRequested(host) {
+		return nil, nil
+	}
+	missing, err := m.Claims.Missing(ctx, host, pools)
+	if err != nil || len(missing) == 0 {
+		return nil, err
+	}
+	message := fmt.Sprintf("%s now takes addresses from IPPool %s, which the host holds none from, but the host is %s: "+
+		"its Secret %q is left as it is and no address is claimed (annotate the host %s=true to re-render it once, or set "+
+		"provisionedHostPolicy: Update on a Metal3PreprovisioningTemplate to change provisioned hosts)",
+		template.Ref, strings.Join(missing, ", "), host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
+	return &Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message,
+		EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
+}

@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+)
+
+func claimGone(c require.TestingT, ns, name string) bool {
+	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &ipamv1.IPClaim{})
+	return apierrors.IsNotFound(err)
+}
+
+func setNetworkData(t *testing.T, ns, template string, networkData *capm3.NetworkData) {
+	t.Helper()
+	m3ppt := getTemplate(t, ns, template)
+	original := m3ppt.DeepCopy()
+	m3ppt.Spec.NetworkData = networkData
+	require.NoError(t, k8sClient.Patch(context.Background(), m3ppt, client.MergeFrom(original)))
+}
+
+// The template moves its hosts to another pool: once the Secret holds the
+// new address, the claim on the old pool is released.
+func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
+	ns := newNamespace(t)
+	racked := map[string]string{"rack": "r1"}
+	create(t,
+		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+	)
+	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
+	// With --pool-preallocations, the address is recorded in its pool too.
+	backstop, _ := countingHostManager(t, false)
+	backstop.Preallocations = &ipam.Preallocations{Client: backstop.Client}
+	_, err := backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	oldPool := &ipamv1.IPPool{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
+	require.Equal(t, ipamv1.IPAddressStr("192.0.2.10"), oldPool.Spec.PreAllocations["node-0-old"])
+
+	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "198.51.100.10", ipOf(readNetworkData(c, ns, "node-0")))
+		assert.True(c, claimGone(c, ns, "node-0-old"), "the claim on the old pool is still there")
+	}, waitTimeout, pollInterval)
+	assert.NotNil(t, claimOf(t, ns, "node-0-new").Status.Address)
+
+	_, err = backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
+	assert.NotContains(t, oldPool.Spec.PreAllocations, "node-0-old")
+	assert.NotContains(t, oldPool.Annotations, ipam.PreallocatedForAnnotation)
+}
+
+// A host still paused for us gives back what it claimed when its template
+// goes before it was set up.
+func TestPausedHostThatLosesItsTemplateReleasesItsClaims(t *testing.T) {
+	ns := newNamespace(t)
+	racked := map[string]string{"rack": "r1"}
+	twoPools := fixtures.PoolNetworkData("provisioning")
+	twoPools.Networks.IPv4 = append(twoPools.Networks.IPv4, capm3.NetworkDataIPv4{
+		ID: "storage", Link: "enp1s0", IPAddressFromIPPool: "missing",
+	})
+	create(t,
+		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+		preprovTemplate(ns, "rack-r1", racked, twoPools),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+	)
+	waitForEvent(t, ns, "node-0", baremetal.ReasonIPClaimFailed)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NotNil(c, claimOf(c, ns, "node-0-provisioning").Status.Address)
+	}, waitTimeout, pollInterval)
+
+	require.NoError(t, k8sClient.Delete(context.Background(), getTemplate(t, ns, "rack-r1")))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.True(c, claimGone(c, ns, "node-0-provisioning"), "the claim of a host no template selects is still there")
+	}, waitTimeout, pollInterval)
+	assertPausedForUs(t, ns, "node-0")
+}
+
+// A provisioned host whose Secret is left as it is claims nothing from the
+// new pool of its template, and keeps the address its Secret names.
+func TestProvisionedHostReportingDriftClaimsNoNewPool(t *testing.T) {
+	ns := newNamespace(t)
+	racked := map[string]string{"rack": "r1"}
+	create(t,
+		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+	)
+	before := waitForNetworkData(t, ns, "node-0")
+	host := getHost(t, ns, "node-0")
+	host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+	require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+
+	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
+	note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataDrift)
+	assert.Contains(t, note, `IPPool new, which the host holds none from`)
+	assert.True(t, claimGone(t, ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
+	assert.NotNil(t, claimOf(t, ns, "node-0-old").Status.Address)
+	assert.Equal(t, before, readNetworkData(t, ns, "node-0"))
+}
