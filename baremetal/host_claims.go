@@ -54,3 +54,12 @@ func (m *HostManager) driftWithoutClaims(ctx context.Context, host *bmov1alpha1.
 	return &Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message,
 		EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
 }
+
+// CAPM3NameCollisionMessage is the Warning for a host named like another
+// host's Metal3Data.
+func CAPM3NameCollisionMessage(hostName, dataName string) string {
+	return fmt.Sprintf("Metal3Data %q of another host is named like this host: CAPM3 looks up the IPClaim <Metal3Data>-<pool> "+
+		"before <host>-<pool>, so it takes this host's IPClaims %q-<pool> for that Metal3Data's and waits on them; "+
+		"rename this host so that it does not look like <Metal3DataTemplate>-<number> (CAPM3 names Metal3Data "+
+		"<Metal3DataTemplate>-<index>)", dataName, hostName)
+}

@@ -57,6 +57,9 @@ const (
 	ReasonNetworkDataSet   = "PreprovisioningNetworkDataSet"
 	ReasonNetworkDataDrift = "PreprovisioningNetworkDataDrift"
 	ReasonOrphaned         = "PreprovisioningTemplateGone"
+	// ReasonCAPM3NameCollision warns that a Metal3Data of another host is
+	// named like the host, so CAPM3 would take the host's claims for its own.
+	ReasonCAPM3NameCollision = "PreprovisioningCAPM3NameCollision"
 	// ReasonBootNeedsDHCP warns that the host's BMC driver boots the deploy
 	// ramdisk over the network, which needs DHCP; the host is set up anyway.
 	ReasonBootNeedsDHCP = "PreprovisioningBootNeedsDHCP"
@@ -81,6 +84,8 @@ type Outcome struct {
 	// BMC address when that driver boots the deploy ramdisk over the
 	// network (which needs DHCP); empty otherwise.
 	BootNeedsDHCP string
+	// CollidingData is a Metal3Data of another host named like this host.
+	CollidingData string
 	// EventType, with Reason and Message, is the event the outcome is
 	// reported with when it is new for the host: a host that stays
 	// failed, conflicting or drifted is not reported again on every reconcile.
@@ -180,6 +185,9 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	outcome, err := m.reconcileWithTemplate(ctx, host, template)
 	// Set up anyway: the network may have a DHCP server or relay for the boot.
 	outcome.BootNeedsDHCP = bootNeedsDHCP(host.Spec.BMC.Address)
+	if err == nil {
+		outcome.CollidingData, err = m.Claims.CollidingData(ctx, host)
+	}
 	outcome.LeftOvers, outcome.TemplateUsers = resolution.LeftOvers, resolution.Users
 	return outcome, err
 }

@@ -75,6 +75,7 @@ func (p *HostPhases) CountHosts() map[metrics.HostGroup]int {
 func (o Outcome) Equal(other Outcome) bool {
 	return o.Phase == other.Phase && o.Template == other.Template && o.Reason == other.Reason &&
 		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP &&
+		o.CollidingData == other.CollidingData &&
 		slices.Equal(o.LeftOvers, other.LeftOvers)
 }
 

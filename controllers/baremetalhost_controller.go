@@ -92,6 +92,10 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if outcome.Phase == baremetal.PhaseOrphaned {
 			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
 		}
+		if outcome.CollidingData != "" && outcome.CollidingData != previous.CollidingData {
+			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeWarning, baremetal.ReasonCAPM3NameCollision, baremetal.EventAction,
+				"%s", baremetal.CAPM3NameCollisionMessage(host.Name, outcome.CollidingData))
+		}
 		// Once when a selected host's BMC address starts to need DHCP, not on
 		// every change of its phase.
 		if outcome.BootNeedsDHCP != "" && outcome.BootNeedsDHCP != previous.BootNeedsDHCP {

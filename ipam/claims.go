@@ -124,9 +124,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 				state.Claim, host.Name)
 			return state, nil
 		}
-		state.Failed = fmt.Sprintf("IPClaim %q exists but was not created for this host (it has no owner reference to BareMetalHost %q): "+
-			"delete it, or add this host as its owner to hand the address over", state.Claim, host.Name)
-		return state, nil
+		return c.claimOfCAPM3(ctx, host, claim, state)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
 		state.Waiting = fmt.Sprintf("IPClaim %q is being deleted; a new one is created once it is gone", state.Claim)

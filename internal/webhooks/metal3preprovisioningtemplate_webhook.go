@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -23,24 +24,33 @@ import (
 func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &preprovv1.Metal3PreprovisioningTemplate{}).
 		WithDefaulter(templateDefaulter{}).
-		WithValidator(templateValidator{}).
+		WithValidator(templateValidator{reader: mgr.GetAPIReader()}).
 		Complete()
 }
 
 var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: baremetal.KindPreprovisioningTemplate}
 
 // templateValidator refuses a template the controller could not use, or that
-// would select every host of its namespace.
-type templateValidator struct{}
+// would select every host of its namespace, and warns about hosts whose
+// names meet CAPM3's.
+type templateValidator struct {
+	reader client.Reader
+}
 
 var _ admission.Validator[*preprovv1.Metal3PreprovisioningTemplate] = templateValidator{}
 
-func (templateValidator) ValidateCreate(_ context.Context, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
-	return nil, validate(template)
+func (v templateValidator) ValidateCreate(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	if err := validate(template); err != nil {
+		return nil, err
+	}
+	return v.capm3NameWarnings(ctx, template), nil
 }
 
-func (templateValidator) ValidateUpdate(_ context.Context, _, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
-	return nil, validate(template)
+func (v templateValidator) ValidateUpdate(ctx context.Context, _, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	if err := validate(template); err != nil {
+		return nil, err
+	}
+	return v.capm3NameWarnings(ctx, template), nil
 }
 
 // ValidateDelete is never called: the webhook is registered for create and

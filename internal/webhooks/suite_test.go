@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -22,6 +23,7 @@ import (
 // manager that runs only our webhooks.
 var (
 	k8sClient      client.Client
+	restConfig     *rest.Config
 	webhookStarted healthz.Checker
 )
 
@@ -52,7 +54,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	k8sClient = env.Client
+	k8sClient, restConfig = env.Client, env.Config
 	webhookStarted = mgr.GetWebhookServer().StartedChecker()
 
 	ctx, cancel := context.WithCancel(context.Background())

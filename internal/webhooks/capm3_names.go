@@ -1,0 +1,53 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+)
+
+// capm3NameWarnings warns about the hosts the template selects that are
+// named like a Metal3Data: CAPM3 (DataTemplateManager) names Metal3Data
+// "<Metal3DataTemplate>-<index>", and DataManager.ensureM3IPClaim looks up
+// the claim "<Metal3Data>-<pool>" before "<bmh>-<pool>", so such a host's
+// claims "<host>-<pool>" meet those of the host that Metal3Data is for.
+// Warnings only: the names meet only once CAPM3 makes that Metal3Data.
+func (v templateValidator) capm3NameWarnings(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) admission.Warnings {
+	selector, err := baremetal.HostSelector(template.Spec.HostSelector)
+	if err != nil || v.reader == nil {
+		return nil
+	}
+	dataTemplates := &capm3.Metal3DataTemplateList{}
+	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace)); err != nil || len(dataTemplates.Items) == 0 {
+		return nil
+	}
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := v.reader.List(ctx, hosts, client.InNamespace(template.Namespace),
+		client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil
+	}
+	var warnings admission.Warnings
+	for _, host := range hosts.Items {
+		for _, dataTemplate := range dataTemplates.Items {
+			if !namedLikeData(host.Name, dataTemplate.Name) {
+				continue
+			}
+			warnings = append(warnings, fmt.Sprintf("BareMetalHost %q, which this template selects, is named like a Metal3Data of "+
+				"Metal3DataTemplate %q (CAPM3 names them <Metal3DataTemplate>-<index> and looks up the IPClaim <Metal3Data>-<pool> "+
+				"before <host>-<pool>): its IPClaims can meet another host's; rename the host", host.Name, dataTemplate.Name))
+		}
+	}
+	return warnings
+}
+
+func namedLikeData(hostName, dataTemplateName string) bool {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(dataTemplateName) + `-[0-9]+$`).MatchString(hostName)
+}

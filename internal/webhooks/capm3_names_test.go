@@ -1,0 +1,70 @@
+package webhooks
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+)
+
+// warningsRecorder keeps the warnings the API server returns.
+type warningsRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningsRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+// A template that selects a host named like a Metal3Data of a
+// Metal3DataTemplate of its namespace ("<datatemplate>-<n>") is accepted with
+// a warning: CAPM3 would meet that host's claims with another host's.
+func TestTemplateSelectingAHostNamedLikeAMetal3DataIsWarned(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "webhook-names-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	recorder := &warningsRecorder{}
+	config := rest.CopyConfig(restConfig)
+	config.WarningHandler = recorder
+	warned, err := client.New(config, client.Options{Scheme: k8sClient.Scheme()})
+	require.NoError(t, err)
+
+	racked := map[string]string{"rack": "r1"}
+	for _, obj := range []client.Object{
+		&capm3.Metal3DataTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pooled"},
+			Spec:       capm3.Metal3DataTemplateSpec{ClusterName: "preprov"},
+		},
+		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pooled-3", Labels: racked}},
+		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rack-r1-node-7", Labels: racked}},
+	} {
+		require.NoError(t, k8sClient.Create(ctx, obj))
+	}
+
+	template := &preprovv1.Metal3PreprovisioningTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rack-r1"},
+		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
+			HostSelector:    capm3.HostSelector{MatchLabels: racked},
+			DataTemplateRef: &corev1.LocalObjectReference{Name: "pooled"},
+		},
+	}
+	require.NoError(t, warned.Create(ctx, template))
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	require.Len(t, recorder.warnings, 1)
+	assert.Contains(t, recorder.warnings[0], `BareMetalHost "pooled-3", which this template selects, is named like a Metal3Data of Metal3DataTemplate "pooled"`)
+	assert.Contains(t, recorder.warnings[0], "rename the host")
+}
