@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -594,58 +595,15 @@ func namespaceContents(ctx context.Context, t *testing.T, c client.Client, names
 		&corev1.SecretList{}, &clusterv1.ClusterList{},
 	} {
 		require.NoError(t, c.List(ctx, list, client.InNamespace(namespace)))
-		items, err := metaItems(list)
+		items, err := meta.ExtractList(list)
 		require.NoError(t, err)
 		for _, item := range items {
-			left = append(left, fmt.Sprintf("%T %s", list, item.GetName()))
+			object, err := meta.Accessor(item)
+			require.NoError(t, err)
+			left = append(left, fmt.Sprintf("%T %s", list, object.GetName()))
 		}
 	}
 	return left
-}
-
-func metaItems(list client.ObjectList) ([]metav1.Object, error) {
-	var items []metav1.Object
-	switch l := list.(type) {
-	case *bmov1alpha1.BareMetalHostList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *ipamv1.IPClaimList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *ipamv1.IPAddressList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *ipamv1.IPPoolList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *preprovv1.Metal3PreprovisioningTemplateList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *capm3.Metal3MachineTemplateList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *capm3.Metal3DataTemplateList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *corev1.SecretList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	case *clusterv1.ClusterList:
-		for i := range l.Items {
-			items = append(items, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list %T", list)
-	}
-	return items, nil
 }
 
 // writes lists the writes a user made to a namespace in [from, to), as
