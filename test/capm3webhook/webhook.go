@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"strconv"
 
@@ -26,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	testenv "github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 // Path is CAPM3's path of the webhook.
@@ -36,7 +37,7 @@ const Path = "/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3datatempla
 // at config. It returns once the API server calls it; done reports the
 // server's end after ctx is cancelled.
 func Start(ctx context.Context, config *rest.Config, scheme *k8sruntime.Scheme) (done <-chan error, err error) {
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +163,4 @@ func validate(dataTemplate *capm3.Metal3DataTemplate) error {
 		return nil
 	}
 	return apierrors.NewInvalid(capm3.GroupVersion.WithKind("Metal3DataTemplate").GroupKind(), dataTemplate.Name, errs)
-}
-
-func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
 }

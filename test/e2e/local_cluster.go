@@ -134,7 +134,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		return nil, err
 	}
 
-	if local.WebhookPort, err = freePort(); err != nil {
+	if local.WebhookPort, err = envtest.FreePort(); err != nil {
 		return nil, err
 	}
 	caPEM, err := writeWebhookServingCerts(local.webhookCertDir)

@@ -5,13 +5,14 @@ package e2e
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 const (
@@ -43,7 +44,7 @@ func (m *ManagerProcess) Start() error {
 	if m.Running() {
 		return fmt.Errorf("%s is already running (pid %d)", m.Name, m.PID())
 	}
-	probePort, err := freePort()
+	probePort, err := envtest.FreePort()
 	if err != nil {
 		return err
 	}
@@ -151,14 +152,4 @@ func (m *ManagerProcess) PID() int {
 		return 0
 	}
 	return m.cmd.Process.Pid
-}
-
-// freePort asks the kernel for a free local port.
-func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
 }

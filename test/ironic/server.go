@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
+
+	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 // InstallHint is what a test says when the Debian packages are missing.
@@ -100,7 +101,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 	}()
 
-	port, err := freePort()
+	port, err := envtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -257,15 +258,6 @@ func (s *Server) Running() bool {
 	default:
 		return s.exited != nil
 	}
-}
-
-func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logTail is the end of the log, for errors that would otherwise send the
