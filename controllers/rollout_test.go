@@ -38,15 +38,7 @@ func TestRolloutLeftOverDoesNotConflict(t *testing.T) {
 
 	jumbo := fixtures.PoolNetworkData("provisioning")
 	jumbo.Links.Ethernets[0].MTU = 9000
-	create(t,
-		fixtures.DataTemplate(ns, "data-v2", jumbo),
-		fixtures.MachineTemplate(ns, "workers-v2", "data-v2", workers),
-	)
-	deployment := &clusterv1.MachineDeployment{}
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "md-0"}, deployment))
-	original := deployment.DeepCopy()
-	deployment.Spec.Template.Spec.InfrastructureRef.Name = "workers-v2"
-	require.NoError(t, k8sClient.Patch(context.Background(), deployment, client.MergeFrom(original)))
+	rollOut(t, ns, jumbo, workers)
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		after := readNetworkData(c, ns, "node-0")
@@ -145,6 +137,22 @@ func TestAllMachineTemplatesWithoutSelectors(t *testing.T) {
 }
 
 // imageRollout changes only the image of a Metal3MachineTemplate.
+// rollOut rolls the MachineDeployment md-0 out to a new Metal3MachineTemplate
+// workers-v2 with a new Metal3DataTemplate data-v2, as a user changes the
+// network data: CAPM3 refuses edits of a data template's networkData.
+func rollOut(t *testing.T, ns string, networkData *capm3.NetworkData, selector map[string]string) {
+	t.Helper()
+	create(t,
+		fixtures.DataTemplate(ns, "data-v2", networkData),
+		fixtures.MachineTemplate(ns, "workers-v2", "data-v2", selector),
+	)
+	deployment := &clusterv1.MachineDeployment{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "md-0"}, deployment))
+	original := deployment.DeepCopy()
+	deployment.Spec.Template.Spec.InfrastructureRef.Name = "workers-v2"
+	require.NoError(t, k8sClient.Patch(context.Background(), deployment, client.MergeFrom(original)))
+}
+
 func imageRollout(m3mt *capm3.Metal3MachineTemplate) *capm3.Metal3MachineTemplate {
 	m3mt.Spec.Template.Spec.Image.URL = "http://images.example.com/node-v2.qcow2"
 	return m3mt
@@ -168,15 +176,7 @@ func TestRolloutReportsDriftOnProvisionedHosts(t *testing.T) {
 
 	jumbo := fixtures.StaticNetworkData()
 	jumbo.Links.Ethernets[0].MTU = 9000
-	create(t,
-		fixtures.DataTemplate(ns, "data-v2", jumbo),
-		fixtures.MachineTemplate(ns, "workers-v2", "data-v2", workers),
-	)
-	deployment := &clusterv1.MachineDeployment{}
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "md-0"}, deployment))
-	original := deployment.DeepCopy()
-	deployment.Spec.Template.Spec.InfrastructureRef.Name = "workers-v2"
-	require.NoError(t, k8sClient.Patch(context.Background(), deployment, client.MergeFrom(original)))
+	rollOut(t, ns, jumbo, workers)
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var drift string
