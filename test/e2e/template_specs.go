@@ -42,7 +42,12 @@ func ConflictingTemplatesSpec(ctx context.Context, inputGetter func() SpecInput)
 			preprovisioningTemplate(namespace, "site-a", map[string]string{"site": "a"}, fixtures.StaticNetworkData()),
 		)
 		c.create(ctx, machineTemplate(namespace, "workers", map[string]string{"role": "worker"}, fixtures.StaticNetworkData())...)
-		c.create(ctx, machineTemplate(namespace, "storage", map[string]string{"tier": "storage"}, fixtures.StaticNetworkData())...)
+		// Machine templates that would render the same data for a host do
+		// not conflict (a rollout that keeps the data template): these two
+		// differ, and no MachineDeployment says which one governs.
+		jumbo := fixtures.StaticNetworkData()
+		jumbo.Links.Ethernets[0].MTU = 9000
+		c.create(ctx, machineTemplate(namespace, "storage", map[string]string{"tier": "storage"}, jumbo)...)
 
 		conflicts := map[string]struct {
 			labels    map[string]string
