@@ -27,10 +27,12 @@ type poolUsage struct {
 	preAllocated map[netip.Addr]bool
 }
 
-// usage reads a pool's IPAddresses from the cache.
+// usage reads a pool's IPAddresses from the cache. It runs for every claim
+// made, over every address of the namespace, so the cache's objects are read
+// without a deep copy (and never changed).
 func (c *Claims) usage(ctx context.Context, pool *ipamv1.IPPool) (poolUsage, error) {
 	addresses := &ipamv1.IPAddressList{}
-	if err := c.Client.List(ctx, addresses, client.InNamespace(pool.Namespace)); err != nil {
+	if err := c.Client.List(ctx, addresses, client.InNamespace(pool.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return poolUsage{}, fmt.Errorf("listing the IPAddresses of IPPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
 	usage := poolUsage{allocated: map[netip.Addr]bool{}, preAllocated: map[netip.Addr]bool{}}
