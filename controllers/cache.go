@@ -47,20 +47,8 @@ func SlimHost(obj any) (any, error) {
 		return obj, nil
 	}
 	slim := &bmov1alpha1.BareMetalHost{
-		TypeMeta: host.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              host.Name,
-			Namespace:         host.Namespace,
-			UID:               host.UID,
-			ResourceVersion:   host.ResourceVersion,
-			Generation:        host.Generation,
-			CreationTimestamp: host.CreationTimestamp,
-			DeletionTimestamp: host.DeletionTimestamp,
-			Labels:            host.Labels,
-			Annotations:       host.Annotations,
-			OwnerReferences:   host.OwnerReferences,
-			Finalizers:        host.Finalizers,
-		},
+		TypeMeta:   host.TypeMeta,
+		ObjectMeta: identity(host.ObjectMeta),
 		Spec: bmov1alpha1.BareMetalHostSpec{
 			Online:                         host.Spec.Online,
 			BootMACAddress:                 host.Spec.BootMACAddress,
@@ -72,6 +60,8 @@ func SlimHost(obj any) (any, error) {
 			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},
 		},
 	}
+	slim.Labels, slim.Annotations = host.Labels, host.Annotations
+	slim.OwnerReferences, slim.Finalizers = host.OwnerReferences, host.Finalizers
 	if host.Status.HardwareDetails != nil {
 		nics := make([]bmov1alpha1.NIC, 0, len(host.Status.HardwareDetails.NIC))
 		for _, nic := range host.Status.HardwareDetails.NIC {
@@ -104,17 +94,23 @@ func machineDeploymentReference(obj any) (any, error) {
 		return obj, nil
 	}
 	slim := &clusterv1.MachineDeployment{
-		TypeMeta: deployment.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              deployment.Name,
-			Namespace:         deployment.Namespace,
-			UID:               deployment.UID,
-			ResourceVersion:   deployment.ResourceVersion,
-			Generation:        deployment.Generation,
-			CreationTimestamp: deployment.CreationTimestamp,
-			DeletionTimestamp: deployment.DeletionTimestamp,
-		},
+		TypeMeta:   deployment.TypeMeta,
+		ObjectMeta: identity(deployment.ObjectMeta),
 	}
 	slim.Spec.Template.Spec.InfrastructureRef = deployment.Spec.Template.Spec.InfrastructureRef
 	return slim, nil
+}
+
+// identity is the part of an object's metadata every slim copy keeps: what
+// names it, versions it and says whether it is being deleted.
+func identity(meta metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              meta.Name,
+		Namespace:         meta.Namespace,
+		UID:               meta.UID,
+		ResourceVersion:   meta.ResourceVersion,
+		Generation:        meta.Generation,
+		CreationTimestamp: meta.CreationTimestamp,
+		DeletionTimestamp: meta.DeletionTimestamp,
+	}
 }
