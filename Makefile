@@ -70,7 +70,8 @@ verify-generate: generate ## Fail if generated files are stale.
 		echo "generated files are stale: run make generate and commit the result"; exit 1; fi
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: ## Licence headers, gofmt and go vet.
+	hack/verify-boilerplate.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	go vet ./...
 
