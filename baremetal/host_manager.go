@@ -153,7 +153,7 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	if err != nil {
 		return Outcome{}, err
 	}
-	matching, selectorErrs := selecting(templates, host.Labels)
+	matching, selectorErrs := Selecting(templates, host.Labels)
 	for _, selectorErr := range selectorErrs {
 		log.Error(selectorErr, "Template is invalid and selects no host")
 	}
@@ -229,7 +229,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return Outcome{}, err
 	}
 
-	facts := hostFacts(host)
+	facts := HostFacts(host)
 	pools, err := networkdata.PoolNames(networkData, facts, template.NetworkDataOptions()...)
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
@@ -366,9 +366,9 @@ func derefOutcome(outcome *Outcome) Outcome {
 	return *outcome
 }
 
-// selecting returns the templates that select a host with these labels, and
+// Selecting returns the templates that select a host with these labels, and
 // the errors of invalid templates (they select nothing).
-func selecting(templates []Template, hostLabels map[string]string) ([]Template, []error) {
+func Selecting(templates []Template, hostLabels map[string]string) ([]Template, []error) {
 	var matching []Template
 	var errs []error
 	for _, template := range templates {
@@ -412,7 +412,8 @@ func isProvisioned(host *bmov1alpha1.BareMetalHost) bool {
 	return state == bmov1alpha1.StateProvisioned || state == bmov1alpha1.StateExternallyProvisioned
 }
 
-func hostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
+// HostFacts are what the renderer reads of a host.
+func HostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
 	facts := networkdata.Host{
 		Name:           host.Name,
 		Namespace:      host.Namespace,
