@@ -20,14 +20,18 @@ limitations under the License.
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 
+	"github.com/spf13/pflag"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capiflags "sigs.k8s.io/cluster-api/util/flags"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -37,50 +41,103 @@ import (
 )
 
 type options struct {
-	metricsAddr         string
-	probeAddr           string
+	// diagnostics holds CAPI's --diagnostics-address, --insecure-diagnostics
+	// and TLS flags.
+	diagnostics         capiflags.ManagerOptions
+	healthAddr          string
 	webhookPort         int
 	webhookCertDir      string
 	leaderElect         bool
 	leaderElectionID    string
 	leaderElectionNS    string
 	namespace           string
+	watchFilter         string
 	allMachineTemplates bool
 	poolPreallocations  bool
 	hostConcurrency     int
 	qps                 float64
 	burst               int
+
+	// metricsBindAddress is the deprecated --metrics-bind-address.
+	metricsBindAddress string
 }
+
+// Deprecated flags, kept for one release.
+const (
+	metricsBindAddressFlag     = "metrics-bind-address"
+	healthProbeBindAddressFlag = "health-probe-bind-address"
+)
 
 func main() {
 	opts := options{}
-	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
-	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":9440", "The address the health and readiness probes bind to.")
-	flag.IntVar(&opts.webhookPort, "webhook-port", 9443, "The port of the webhook server; 0 runs without a webhook server.")
-	flag.StringVar(&opts.webhookCertDir, "webhook-cert-dir", "",
-		"The folder with the webhook server's tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs).")
-	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Enable leader election, so only one manager acts at a time.")
-	flag.StringVar(&opts.leaderElectionID, "leader-election-id", "capm3-preprov-leader-election", "The name of the leader election Lease.")
-	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "",
-		"The namespace of the leader election Lease (default: the manager's own namespace when it runs in a cluster, else --namespace).")
-	flag.StringVar(&opts.namespace, "namespace", "",
-		"Watch and manage only this namespace (the multi-tenant install with a Role); default: all namespaces.")
-	flag.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
-		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
-	flag.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
-		"Also record each host's addresses in its IPPools' spec.preAllocations (a backstop for the claims); entries are removed when the host is deleted.")
-	flag.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
-	flag.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
-	flag.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
+	fs := pflag.CommandLine
+	initFlags(fs, &opts)
 	zapOptions := zap.Options{}
 	zapOptions.BindFlags(flag.CommandLine)
-	flag.Parse()
+	// --kubeconfig (controller-runtime's) and the zap flags are Go flags.
+	fs.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOptions)))
+	if err := resolveDeprecatedFlags(fs, &opts); err != nil {
+		ctrl.Log.Error(err, "Invalid flags")
+		os.Exit(2)
+	}
 	if err := run(opts); err != nil {
 		ctrl.Log.Error(err, "Manager failed")
 		os.Exit(1)
 	}
+}
+
+// initFlags defines the manager's flags, named as CAPI providers and CAPM3
+// name theirs.
+func initFlags(fs *pflag.FlagSet, opts *options) {
+	capiflags.AddManagerOptions(fs, &opts.diagnostics)
+	fs.StringVar(&opts.healthAddr, "health-addr", ":9440", "The address the health and readiness probes (/healthz, /readyz) bind to.")
+	fs.IntVar(&opts.webhookPort, "webhook-port", 9443, "The port of the webhook server; 0 runs without a webhook server.")
+	fs.StringVar(&opts.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"The folder with the webhook server's tls.crt and tls.key.")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Enable leader election, so only one manager acts at a time.")
+	fs.StringVar(&opts.leaderElectionID, "leader-election-id", "capm3-preprov-leader-election", "The name of the leader election Lease.")
+	fs.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "",
+		"The namespace of the leader election Lease (default: the manager's own namespace when it runs in a cluster, else --namespace).")
+	fs.StringVar(&opts.namespace, "namespace", "",
+		"Watch and manage only this namespace (the multi-tenant install with a Role); default: all namespaces.")
+	fs.StringVar(&opts.watchFilter, "watch-filter", "",
+		"Watch and manage only objects labelled "+clusterv1.WatchLabel+"=<value>, so several managers split a fleet; default: all objects.")
+	fs.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
+		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
+	fs.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
+		"Also record each host's addresses in its IPPools' spec.preAllocations (a backstop for the claims); entries are removed when the host is deleted.")
+	fs.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
+	fs.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
+	fs.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
+
+	fs.StringVar(&opts.metricsBindAddress, metricsBindAddressFlag, "", "The address of plain HTTP metrics without authentication.")
+	_ = fs.MarkDeprecated(metricsBindAddressFlag,
+		"use --diagnostics-address (HTTPS with authentication and authorization), with --insecure-diagnostics for plain HTTP")
+	fs.StringVar(&opts.healthAddr, healthProbeBindAddressFlag, ":9440", "The address the health and readiness probes bind to.")
+	_ = fs.MarkDeprecated(healthProbeBindAddressFlag, "use --health-addr")
+}
+
+// resolveDeprecatedFlags gives --metrics-bind-address its old meaning, plain
+// HTTP metrics without authentication on that address, so a deployment that
+// still passes it keeps its scrapes working for one release.
+func resolveDeprecatedFlags(fs *pflag.FlagSet, opts *options) error {
+	if fs.Changed(healthProbeBindAddressFlag) && fs.Changed("health-addr") {
+		return errors.New("--health-probe-bind-address is the deprecated name of --health-addr: set only --health-addr")
+	}
+	if !fs.Changed(metricsBindAddressFlag) {
+		return nil
+	}
+	if fs.Changed("diagnostics-address") || fs.Changed("insecure-diagnostics") {
+		return fmt.Errorf("--%s is deprecated: set only --diagnostics-address and --insecure-diagnostics", metricsBindAddressFlag)
+	}
+	ctrl.Log.Info("Serving metrics over plain HTTP without authentication, as the deprecated --"+metricsBindAddressFlag+
+		" did; set --diagnostics-address (HTTPS, authenticated) instead", "address", opts.metricsBindAddress)
+	opts.diagnostics.DiagnosticsAddress = opts.metricsBindAddress
+	opts.diagnostics.InsecureDiagnostics = true
+	return nil
 }
 
 func run(opts options) error {
@@ -92,7 +149,11 @@ func run(opts options) error {
 	restConfig.QPS = float32(opts.qps)
 	restConfig.Burst = opts.burst
 
-	mgr, err := ctrl.NewManager(restConfig, managerOptions(opts))
+	managerOpts, err := managerOptions(opts)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, managerOpts)
 	if err != nil {
 		return err
 	}
@@ -118,13 +179,19 @@ func run(opts options) error {
 	return mgr.Start(ctx)
 }
 
-// managerOptions are the manager's options: scheme, endpoints, leader
-// election and a cache that holds only what the controllers read.
-func managerOptions(opts options) ctrl.Options {
+// managerOptions are the manager's options: scheme, endpoints (diagnostics
+// over HTTPS with authentication and authorization unless
+// --insecure-diagnostics), leader election and a cache that holds only what
+// the controllers read.
+func managerOptions(opts options) (ctrl.Options, error) {
+	tlsOptions, metricsOptions, err := capiflags.GetManagerOptions(opts.diagnostics)
+	if err != nil {
+		return ctrl.Options{}, err
+	}
 	managerOpts := ctrl.Options{
 		Scheme:                        scheme.New(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
-		HealthProbeBindAddress:        opts.probeAddr,
+		Metrics:                       *metricsOptions,
+		HealthProbeBindAddress:        opts.healthAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionNamespace:       leaderElectionNamespace(opts),
@@ -132,9 +199,11 @@ func managerOptions(opts options) ctrl.Options {
 		Cache:                         controllers.CacheOptions(opts.namespace),
 	}
 	if opts.webhookPort != 0 {
-		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: opts.webhookPort, CertDir: opts.webhookCertDir})
+		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Port: opts.webhookPort, CertDir: opts.webhookCertDir, TLSOpts: tlsOptions,
+		})
 	}
-	return managerOpts
+	return managerOpts, nil
 }
 
 func leaderElectionNamespace(opts options) string {

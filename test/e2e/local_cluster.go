@@ -263,7 +263,7 @@ func (l *LocalCluster) NewManagerProcess(name, kubeconfig string, args ...string
 		binary:  l.ManagerBinary,
 		args: append([]string{
 			"--kubeconfig=" + kubeconfig,
-			"--metrics-bind-address=127.0.0.1:0",
+			"--diagnostics-address=127.0.0.1:0",
 		}, args...),
 	}
 }
