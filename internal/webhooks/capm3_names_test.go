@@ -50,12 +50,13 @@ func (w *warningsRecorder) HandleWarningHeader(_ int, _ string, text string) {
 // a warning: CAPM3 would meet that host's claims with another host's.
 func TestTemplateSelectingAHostNamedLikeAMetal3DataIsWarned(t *testing.T) {
 	ctx := context.Background()
+	c := apiClient(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "webhook-names-"}}
-	require.NoError(t, k8sClient.Create(ctx, ns))
+	require.NoError(t, c.Create(ctx, ns))
 	recorder := &warningsRecorder{}
 	config := rest.CopyConfig(restConfig)
 	config.WarningHandler = recorder
-	warned, err := client.New(config, client.Options{Scheme: k8sClient.Scheme()})
+	warned, err := client.New(config, client.Options{Scheme: c.Scheme()})
 	require.NoError(t, err)
 
 	racked := map[string]string{"rack": "r1"}
@@ -67,7 +68,7 @@ func TestTemplateSelectingAHostNamedLikeAMetal3DataIsWarned(t *testing.T) {
 		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pooled-3", Labels: racked}},
 		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rack-r1-node-7", Labels: racked}},
 	} {
-		require.NoError(t, k8sClient.Create(ctx, obj))
+		require.NoError(t, c.Create(ctx, obj))
 	}
 
 	template := &preprovv1.Metal3PreprovisioningTemplate{
@@ -83,4 +84,24 @@ func TestTemplateSelectingAHostNamedLikeAMetal3DataIsWarned(t *testing.T) {
 	require.Len(t, recorder.warnings, 1)
 	assert.Contains(t, recorder.warnings[0], `BareMetalHost "pooled-3", which this template selects, is named like a Metal3Data of Metal3DataTemplate "pooled"`)
 	assert.Contains(t, recorder.warnings[0], "rename the host")
+}
+
+func TestNamedLikeData(t *testing.T) {
+	for _, tt := range []struct {
+		host, dataTemplate string
+		want               bool
+	}{
+		{host: "pooled-3", dataTemplate: "pooled", want: true},
+		{host: "pooled-12", dataTemplate: "pooled", want: true},
+		{host: "pooled", dataTemplate: "pooled"},
+		{host: "pooled-", dataTemplate: "pooled"},
+		{host: "pooled-3a", dataTemplate: "pooled"},
+		{host: "pooled-a-3", dataTemplate: "pooled"},
+		{host: "xpooled-3", dataTemplate: "pooled"},
+		// The template's name is matched as written, not as a pattern.
+		{host: "rackxa-3", dataTemplate: "rack.a"},
+		{host: "rack.a-3", dataTemplate: "rack.a", want: true},
+	} {
+		assert.Equal(t, tt.want, namedLikeData(tt.host, tt.dataTemplate), "host %q, Metal3DataTemplate %q", tt.host, tt.dataTemplate)
+	}
 }

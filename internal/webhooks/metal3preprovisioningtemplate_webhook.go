@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package webhooks holds the admission webhooks of Metal3PreprovisioningTemplate:
 // a template is refused when it is written, with every problem and its fix,
-// instead of being reported later on the hosts it selects.
+// instead of being reported later on the hosts it selects; and the opt-in
+// webhook that pauses new BareMetalHosts for preprovisioning.
 package webhooks
 
 import (
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -36,8 +38,10 @@ import (
 // +kubebuilder:webhook:path=/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3preprovisioningtemplate,mutating=true,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=create;update,versions=v1beta1,name=default.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1
 
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
-// of Metal3PreprovisioningTemplate with the manager's webhook server.
+// of Metal3PreprovisioningTemplate and the BareMetalHost auto-pause webhook
+// with the manager's webhook server.
 func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+	mgr.GetWebhookServer().Register(autoPausePath, &webhook.Admission{Handler: autoPauser{decoder: admission.NewDecoder(mgr.GetScheme())}})
 	return ctrl.NewWebhookManagedBy(mgr, &preprovv1.Metal3PreprovisioningTemplate{}).
 		WithDefaulter(templateDefaulter{}).
 		WithValidator(templateValidator{reader: mgr.GetAPIReader()}).
