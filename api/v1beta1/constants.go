@@ -27,6 +27,14 @@ const (
 	// EnabledAnnotation opts a Metal3MachineTemplate in as a template source.
 	EnabledAnnotation = "preprovisioning.metal3.io/enabled"
 
+	// AutoPauseLabel, set to AutoPauseLabelValue on a namespace, has our
+	// webhook pause the BareMetalHosts created there for preprovisioning.
+	// The webhook configuration's namespaceSelector (config/webhook) selects
+	// on it; nothing else reads it.
+	AutoPauseLabel = "preprovisioning.metal3.io/auto-pause"
+	// AutoPauseLabelValue is the value of AutoPauseLabel that opts in.
+	AutoPauseLabelValue = "true"
+
 	// ManagedLabel marks the BareMetalHosts we set up, and the Secrets and
 	// IPClaims we create. Our Secret cache only sees objects with it.
 	ManagedLabel = "preprovisioning.metal3.io/managed"
