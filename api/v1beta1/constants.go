@@ -45,6 +45,16 @@ const (
 	// network data was rendered from ("<Kind>/<name>"), so a host the template
 	// no longer selects can be reported as orphaned.
 	TemplateAnnotation = "preprovisioning.metal3.io/template"
+	// ProblemAnnotation records on a host, while it lasts, why the host is
+	// not moving on: the reason of its Warning or drift event (for example
+	// PreprovisioningIPClaimFailed, PreprovisioningNetworkDataDrift,
+	// PreprovisioningInspectionStalled). The template status and the hosts
+	// metric read it, so a restarted manager reports the hosts at once. It is
+	// removed when the problem goes.
+	ProblemAnnotation = "preprovisioning.metal3.io/problem"
+	// UnpausedAtAnnotation records on a host when we removed our pause
+	// (RFC 3339), so a host BMO does not get through inspection is reported.
+	UnpausedAtAnnotation = "preprovisioning.metal3.io/unpaused-at"
 	// RerenderAnnotation on a provisioned host asks to re-render its network
 	// data once, though its template's policy is to report drift. It is
 	// removed once done.

@@ -109,6 +109,12 @@ type Metal3PreprovisioningTemplateStatus struct {
 	// orphanedHosts counts hosts we set up that this template no longer selects.
 	// +optional
 	OrphanedHosts *int32 `json:"orphanedHosts,omitempty"`
+	// stalledHosts counts hosts that have their network data but that BMO
+	// has not got past registering or inspecting in the manager's
+	// --inspection-stall-timeout since we removed our pause. They count as
+	// ready hosts too.
+	// +optional
+	StalledHosts *int32 `json:"stalledHosts,omitempty"`
 
 	// conditions of this template, Cluster API v1beta2 style.
 	// +optional

@@ -164,6 +164,11 @@ func (in *Metal3PreprovisioningTemplateStatus) DeepCopyInto(out *Metal3Preprovis
 		*out = new(int32)
 		**out = **in
 	}
+	if in.StalledHosts != nil {
+		in, out := &in.StalledHosts, &out.StalledHosts
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))
