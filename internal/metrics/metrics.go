@@ -45,6 +45,10 @@ var (
 	hostsDesc = prometheus.NewDesc("capm3_preprov_hosts",
 		"Hosts by phase, and by whether their BMC driver boots the deploy ramdisk over the network, which needs DHCP (needs_dhcp).",
 		[]string{"phase", "needs_dhcp"}, nil)
+
+	stalledDesc = prometheus.NewDesc("capm3_preprov_hosts_inspection_stalled",
+		"Hosts we unpaused that BMO has not got past registering or inspecting within the inspection stall timeout.",
+		nil, nil)
 )
 
 // HostGroup is one series of the hosts gauge.
@@ -53,25 +57,46 @@ type HostGroup struct {
 	// BootNeedsDHCP: a template selects the host and its BMC driver boots
 	// the deploy ramdisk over the network.
 	BootNeedsDHCP bool
+	// InspectionStalled: BMO has not got the host past registering or
+	// inspecting in time since we unpaused it.
+	InspectionStalled bool
 }
 
-// HostCounter reports how many hosts are in each group.
+// HostCounter reports how many hosts are in each group; nothing when it
+// has nothing to report (a manager that does not lead).
 type HostCounter interface {
 	CountHosts() map[HostGroup]int
 }
 
-// hostsCollector reads the counts at scrape time, so the gauge never drifts
-// from what the controller knows.
+// hostsCollector reads the counts at scrape time, from the API objects, so
+// the gauges never drift from what the cluster says.
 type hostsCollector struct {
 	hosts HostCounter
 }
 
-func (c hostsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hostsDesc }
+func (c hostsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- hostsDesc
+	ch <- stalledDesc
+}
 
 func (c hostsCollector) Collect(ch chan<- prometheus.Metric) {
-	for group, count := range c.hosts.CountHosts() {
+	counts := c.hosts.CountHosts()
+	if counts == nil {
+		return
+	}
+	byPhase := map[HostGroup]int{}
+	stalled := 0
+	for group, count := range counts {
+		if group.InspectionStalled {
+			stalled += count
+		}
+		group.InspectionStalled = false
+		byPhase[group] += count
+	}
+	for group, count := range byPhase {
 		ch <- prometheus.MustNewConstMetric(hostsDesc, prometheus.GaugeValue, float64(count), group.Phase, strconv.FormatBool(group.BootNeedsDHCP))
 	}
+	ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, float64(stalled))
 }
 
 // Register adds the metrics to controller-runtime's registry. Call it once.
