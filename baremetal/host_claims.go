@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // releaseUnusedClaims releases the host's claims on pools other than pools,
@@ -43,8 +44,7 @@ func (m *HostManager) releaseUnusedClaims(ctx context.Context, host *bmov1alpha1
 // no single template selects it any more (a conflict, its template gone).
 // A host we pointed at a Secret keeps its claims: its Secret may name them.
 func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
-	if host.Annotations[preprovv1.PausedAnnotation] != preprovv1.PausedForPreprovisioning ||
-		host.Spec.PreprovisioningNetworkDataName != "" {
+	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
 		return nil
 	}
 	return m.releaseUnusedClaims(ctx, host, nil, nil)

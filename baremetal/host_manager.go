@@ -37,6 +37,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -143,11 +144,11 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 		// BMO runs no deletion (its finalizer stays) while the host is paused.
 		return Outcome{Phase: PhaseIgnored}, m.unpauseForDeletion(ctx, host)
 	}
-	if pausedBySomeoneElse(host) {
+	if ownership.PausedBySomeoneElse(host) {
 		return Outcome{Phase: PhaseIgnored}, nil
 	}
-	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
-	setUpByUs := host.Labels[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue
+	pausedForUs := ownership.PausedForUs(host)
+	setUpByUs := ownership.Ours(host)
 
 	templates, err := m.Templates.List(ctx, host.Namespace)
 	if err != nil {
@@ -391,13 +392,6 @@ func anyAdopts(templates []Template) bool {
 		}
 	}
 	return false
-}
-
-// pausedBySomeoneElse is a host paused with a value that is not ours
-// (CAPM3, clusterctl move, a user): a signal to keep our hands off.
-func pausedBySomeoneElse(host *bmov1alpha1.BareMetalHost) bool {
-	value, paused := host.Annotations[preprovv1.PausedAnnotation]
-	return paused && value != preprovv1.PausedForPreprovisioning
 }
 
 // rerenderRequested is a user's request to re-render a provisioned host's

@@ -32,6 +32,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -65,10 +66,10 @@ func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareM
 func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
 	secret *corev1.Secret,
 ) *Outcome {
-	if ipam.OwnedByHost(secret, host) {
+	if ownership.OwnedByHost(secret, host) {
 		return nil
 	}
-	if ipam.HasStaleHostOwner(secret, host) {
+	if ownership.HasStaleHostOwner(secret, host) {
 		return &Outcome{Phase: PhaseWaiting, Template: ref, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost "+
 			"named %q; waiting for the garbage collector to remove it", secret.Name, host.Name)}
 	}
@@ -113,7 +114,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 				Labels:    secretLabels(),
 				// Not a controller reference: BMO watches Secrets through
 				// their owner references and must be woken by changes too.
-				OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+				OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
@@ -168,9 +169,8 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	claims []ipam.PoolState,
 ) error {
 	secretName := NetworkDataSecretName(host.Name)
-	pausedForUs := host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning
-	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs && !rerenderRequested(host) &&
-		host.Labels[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue &&
+	pausedForUs := ownership.PausedForUs(host)
+	if host.Spec.PreprovisioningNetworkDataName == secretName && !pausedForUs && !rerenderRequested(host) && ownership.Ours(host) &&
 		host.Annotations[preprovv1.TemplateAnnotation] == ref.String() {
 		return nil
 	}
@@ -240,7 +240,7 @@ func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, u
 // deleted, so that BMO can deprovision it and drop its finalizer. Nothing
 // else is changed: the host is going.
 func (m *HostManager) unpauseForDeletion(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
-	if host.Annotations[preprovv1.PausedAnnotation] != preprovv1.PausedForPreprovisioning {
+	if !ownership.PausedForUs(host) {
 		return nil
 	}
 	original := host.DeepCopy()

@@ -36,6 +36,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // hostMapper maps events on related objects to the hosts they concern. On
@@ -129,10 +130,8 @@ func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconc
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: address.Namespace, Name: host}}}
 	}
 	var requests []reconcile.Request
-	for _, ref := range claim.OwnerReferences {
-		if ref.Kind == "BareMetalHost" && ref.APIVersion == bmov1alpha1.GroupVersion.String() {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}})
-		}
+	for _, host := range ownership.HostOwners(claim) {
+		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: host}})
 	}
 	return requests
 }

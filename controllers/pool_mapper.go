@@ -30,6 +30,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // poolMapper maps pool events to the hosts that may be waiting on the pool.
@@ -82,10 +83,8 @@ func (m *poolMapper) forReleasedAddress(ctx context.Context, obj client.Object) 
 		if claim.Spec.Pool.Name != address.Spec.Pool.Name || claim.Status.ErrorMessage == nil {
 			continue
 		}
-		for _, ref := range claim.OwnerReferences {
-			if ref.Kind == "BareMetalHost" {
-				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: ref.Name}})
-			}
+		for _, host := range ownership.HostOwners(&claim) {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: host}})
 		}
 	}
 	return requests

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // claimOfCAPM3 handles a "<host>-<pool>" claim that is not the host's.
@@ -42,7 +44,7 @@ import (
 func (c *Claims) claimOfCAPM3(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim,
 	state PoolState,
 ) (PoolState, error) {
-	dataOwners := slices.DeleteFunc(slices.Clone(claim.OwnerReferences), func(ref metav1.OwnerReference) bool { return !isMetal3DataRef(ref) })
+	dataOwners := ownership.Metal3DataOwners(claim)
 	if len(dataOwners) == 0 {
 		state.Failed = fmt.Sprintf("IPClaim %q exists but was not created for this host (it has no owner reference to BareMetalHost %q): "+
 			"delete it, or add this host as its owner to hand the address over", state.Claim, host.Name)
@@ -60,7 +62,7 @@ func (c *Claims) claimOfCAPM3(ctx context.Context, host *bmov1alpha1.BareMetalHo
 		return state, nil
 	}
 	original := claim.DeepCopy()
-	claim.OwnerReferences = append(claim.OwnerReferences, HostOwnerReference(host))
+	claim.OwnerReferences = append(claim.OwnerReferences, ownership.HostOwnerReference(host))
 	if err := c.Client.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return state, fmt.Errorf("adding BareMetalHost %s as an owner of CAPM3's IPClaim %s/%s: %w", host.Name, claim.Namespace, claim.Name, err)
 	}

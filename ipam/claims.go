@@ -36,6 +36,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // ClaimName is the name of the IPClaim a host holds on a pool. CAPM3 looks up
@@ -134,8 +135,8 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	}
 	c.created.Forget(key)
 
-	if !OwnedByHost(claim, host) {
-		if HasStaleHostOwner(claim, host) {
+	if !ownership.OwnedByHost(claim, host) {
+		if ownership.HasStaleHostOwner(claim, host) {
 			state.Waiting = fmt.Sprintf("IPClaim %q belongs to an earlier BareMetalHost named %q; waiting for the garbage collector to remove it",
 				state.Claim, host.Name)
 			return state, nil
@@ -203,44 +204,12 @@ func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string,
 				preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10),
 				PoolAddressesAnnotation:            strconv.Itoa(poolAddresses),
 			},
-			OwnerReferences: []metav1.OwnerReference{HostOwnerReference(host)},
+			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
 		Spec: ipamv1.IPClaimSpec{
 			Pool: corev1.ObjectReference{Name: pool.Name, Namespace: pool.Namespace},
 		},
 	}
-}
-
-// HostOwnerReference is the non-controller owner reference that ties our
-// claims and Secrets to their host, so they go when the host goes.
-func HostOwnerReference(host *bmov1alpha1.BareMetalHost) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: bmov1alpha1.GroupVersion.String(),
-		Kind:       "BareMetalHost",
-		Name:       host.Name,
-		UID:        host.UID,
-	}
-}
-
-// OwnedByHost is true for an object this host owns (by UID).
-func OwnedByHost(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == host.UID {
-			return true
-		}
-	}
-	return false
-}
-
-// HasStaleHostOwner is true for an object owned by an earlier host of the
-// same name, which the garbage collector is about to remove.
-func HasStaleHostOwner(obj metav1.Object, host *bmov1alpha1.BareMetalHost) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == "BareMetalHost" && ref.Name == host.Name && ref.UID != host.UID {
-			return true
-		}
-	}
-	return false
 }
 
 func waitingForIPAM(pool *ipamv1.IPPool, claim string) string {

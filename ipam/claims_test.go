@@ -21,7 +21,6 @@ import (
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
@@ -55,24 +54,6 @@ func TestAddressOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, *addressOf(&ipamv1.IPAddress{Spec: tt.spec}))
-		})
-	}
-}
-
-func TestIsMetal3DataRef(t *testing.T) {
-	tests := []struct {
-		ref  metav1.OwnerReference
-		want bool
-	}{
-		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3Data"}, true},
-		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "Metal3Data"}, true},
-		{metav1.OwnerReference{APIVersion: "metal3.io/v1alpha1", Kind: "BareMetalHost"}, false},
-		{metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Metal3Data"}, false},
-		{metav1.OwnerReference{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3DataClaim"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.ref.APIVersion+"/"+tt.ref.Kind, func(t *testing.T) {
-			assert.Equal(t, tt.want, isMetal3DataRef(tt.ref))
 		})
 	}
 }

@@ -26,13 +26,12 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // Handoff hands a host's claims over to CAPM3 when the host is provisioned.
@@ -63,8 +62,7 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if claim.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue || !OwnedByHost(claim, host) ||
-			!claim.DeletionTimestamp.IsZero() {
+		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := h.updateOwners(ctx, claim, current); err != nil {
@@ -99,7 +97,7 @@ func (h *Handoff) updateOwners(ctx context.Context, claim *ipamv1.IPClaim, curre
 	wanted := make([]metav1.OwnerReference, 0, len(claim.OwnerReferences)+len(current))
 	changed := false
 	for _, ref := range claim.OwnerReferences {
-		if !isMetal3DataRef(ref) || slices.ContainsFunc(current, func(d capm3.Metal3Data) bool { return d.UID == ref.UID }) {
+		if !ownership.IsMetal3Data(ref) || slices.ContainsFunc(current, func(d capm3.Metal3Data) bool { return d.UID == ref.UID }) {
 			wanted = append(wanted, ref)
 			continue
 		}
@@ -115,7 +113,7 @@ func (h *Handoff) updateOwners(ctx context.Context, claim *ipamv1.IPClaim, curre
 	}
 	for _, data := range current {
 		if !slices.ContainsFunc(wanted, func(ref metav1.OwnerReference) bool { return ref.UID == data.UID }) {
-			wanted = append(wanted, metal3DataOwnerReference(&data))
+			wanted = append(wanted, ownership.Metal3DataOwnerReference(&data))
 			changed = true
 		}
 	}
@@ -143,21 +141,6 @@ func (h *Handoff) dataGone(ctx context.Context, namespace string, ref metav1.Own
 		return false, fmt.Errorf("getting Metal3Data %s/%s: %w", namespace, ref.Name, err)
 	}
 	return data.UID != ref.UID, nil
-}
-
-// isMetal3DataRef matches a Metal3Data of any version of CAPM3's group.
-func isMetal3DataRef(ref metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == capm3.GroupVersion.Group && ref.Kind == "Metal3Data"
-}
-
-func metal3DataOwnerReference(data *capm3.Metal3Data) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: capm3.GroupVersion.String(),
-		Kind:       "Metal3Data",
-		Name:       data.Name,
-		UID:        data.UID,
-	}
 }
 
 func dataNames(data []capm3.Metal3Data) []string {

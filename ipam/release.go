@@ -28,7 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // ReleaseUnused deletes the host's claims on pools other than keep, so IPAM
@@ -55,9 +55,8 @@ func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalH
 		if err != nil {
 			return fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool.Name), err)
 		}
-		if claim.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue || !OwnedByHost(claim, host) ||
-			!claim.DeletionTimestamp.IsZero() || slices.Contains(keep, claim.Spec.Pool.Name) ||
-			slices.ContainsFunc(claim.OwnerReferences, isMetal3DataRef) {
+		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() ||
+			slices.Contains(keep, claim.Spec.Pool.Name) || ownership.UsedByCAPM3(claim) {
 			continue
 		}
 		referenced, err := c.addressReferenced(ctx, claim, networkData)
@@ -102,7 +101,7 @@ func (c *Claims) Missing(ctx context.Context, host *bmov1alpha1.BareMetalHost, p
 			missing = append(missing, pool)
 		case err != nil:
 			return nil, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool), err)
-		case !OwnedByHost(claim, host):
+		case !ownership.OwnedByHost(claim, host):
 			missing = append(missing, pool)
 		}
 	}

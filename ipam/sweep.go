@@ -26,12 +26,12 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 // Sweeper releases what deleted hosts left behind: our claims whose owners
@@ -160,18 +160,15 @@ func (s *Sweeper) release(ctx context.Context, address *ipamv1.IPAddress) error 
 // allOwnersGone is true for a claim with a host owner when none of its
 // host and Metal3Data owners exists any more.
 func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
-	hasHostOwner := slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool {
-		return ref.Kind == "BareMetalHost"
-	})
-	if !hasHostOwner {
+	if len(ownership.HostOwners(claim)) == 0 {
 		return false, nil
 	}
 	for _, ref := range claim.OwnerReferences {
 		var owner client.Object
 		switch {
-		case ref.Kind == "BareMetalHost":
+		case ownership.IsHost(ref):
 			owner = &bmov1alpha1.BareMetalHost{}
-		case isMetal3DataRef(ref):
+		case ownership.IsMetal3Data(ref):
 			owner = &capm3.Metal3Data{}
 		default:
 			// An owner we do not know keeps the claim.

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
 )
@@ -80,7 +81,7 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 		"alive-pool":       {hostRef(alive.Name, alive.UID)},
 		"gone-pool":        {gone},
 		"recreated-pool":   {hostRef("recreated", "uid-of-the-earlier-host")},
-		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), metal3DataOwnerReference(data)},
+		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), ownership.Metal3DataOwnerReference(data)},
 	}
 	createManagedClaims(t, ns.Name, claims)
 	foreign := &ipamv1.IPClaim{
@@ -113,7 +114,7 @@ func TestSweepReleasesAddressesIPAMLeftBehindDeletedHosts(t *testing.T) {
 	data := &capm3.Metal3Data{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "workers-0"}}
 	require.NoError(t, k8sClient.Create(ctx, data))
 	createManagedClaims(t, ns.Name, map[string][]metav1.OwnerReference{
-		"claimed-pool": {hostRef("claimed", "uid-of-a-deleted-host"), metal3DataOwnerReference(data)},
+		"claimed-pool": {hostRef("claimed", "uid-of-a-deleted-host"), ownership.Metal3DataOwnerReference(data)},
 	})
 
 	ours := map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
@@ -201,7 +202,7 @@ func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
 		"alive-pool":       {hostRef(alive.Name, alive.UID)},
 		"fresh-pool":       {hostRef(fresh.Name, fresh.UID)},
 		"gone-pool":        {hostRef("gone", "uid-of-a-deleted-host")},
-		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), metal3DataOwnerReference(data)},
+		"provisioned-pool": {hostRef("deleted-but-provisioned", "uid-x"), ownership.Metal3DataOwnerReference(data)},
 	}
 	createManagedClaims(t, ns.Name, claims)
 	pool := fixtures.Pool(ns.Name, "pool", "192.0.2.10", "192.0.2.20", "192.0.2.1")

@@ -21,7 +21,6 @@ package index
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
 const (
@@ -88,7 +88,7 @@ func hostTemplate(obj client.Object) []string {
 }
 
 func hostPausedForUs(obj client.Object) []string {
-	if obj.GetAnnotations()[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
+	if ownership.PausedForUs(obj) {
 		return []string{"true"}
 	}
 	return nil
@@ -127,11 +127,5 @@ func metal3DataClaim(obj client.Object) []string {
 }
 
 func claimHost(obj client.Object) []string {
-	var hosts []string
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == "BareMetalHost" && strings.HasPrefix(ref.APIVersion, bmov1alpha1.GroupVersion.Group+"/") {
-			hosts = append(hosts, ref.Name)
-		}
-	}
-	return hosts
+	return ownership.HostOwners(obj)
 }

@@ -20,40 +20,9 @@ import (
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestClaimHost(t *testing.T) {
-	host := metav1.OwnerReference{APIVersion: "metal3.io/v1alpha1", Kind: "BareMetalHost", Name: "node-0", UID: "uid-0"}
-	tests := []struct {
-		name   string
-		owners []metav1.OwnerReference
-		want   []string
-	}{
-		{name: "no owner"},
-		{name: "a host", owners: []metav1.OwnerReference{host}, want: []string{"node-0"}},
-		{
-			name: "a host and CAPM3's Metal3Data after the handoff",
-			owners: []metav1.OwnerReference{
-				host,
-				{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3Data", Name: "node-0-data", UID: "uid-1"},
-			},
-			want: []string{"node-0"},
-		},
-		{
-			name:   "a BareMetalHost kind of another group",
-			owners: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "BareMetalHost", Name: "node-0"}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			claim := &ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{Name: "node-0-provisioning", OwnerReferences: tt.owners}}
-			assert.Equal(t, tt.want, claimHost(claim))
-		})
-	}
-}
 
 func TestHostPausedForUs(t *testing.T) {
 	tests := []struct {

@@ -33,6 +33,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
@@ -260,7 +261,7 @@ func floorClaim(host *bmov1alpha1.BareMetalHost, pool string) *ipamv1.IPClaim {
 			Namespace:       host.Namespace,
 			Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 			Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.Itoa(1)},
-			OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
 		Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: pool, Namespace: host.Namespace}},
 	}
@@ -276,7 +277,7 @@ func floorSecret(host *bmov1alpha1.BareMetalHost, rendered []byte) *corev1.Secre
 				preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
 				preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
 			},
-			OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -132,7 +133,7 @@ func (c *Cluster) registerFleetClaims(ctx context.Context, namespace string, hos
 					Namespace:       namespace,
 					Name:            ipam.ClaimName(name, pool),
 					Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-					OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+					OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 				},
 				Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Namespace: namespace, Name: pool}},
 			})

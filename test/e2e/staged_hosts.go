@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -174,7 +175,7 @@ func (c *Cluster) claimAs(ctx context.Context, namespace, hostName string, pools
 				Name:            ipam.ClaimName(hostName, poolName),
 				Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 				Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10)},
-				OwnerReferences: []metav1.OwnerReference{ipam.HostOwnerReference(host)},
+				OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 			},
 			Spec: ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Namespace: namespace, Name: poolName}},
 		})
