@@ -128,10 +128,9 @@ type HostManager struct {
 	// label); the Client is used when it is nil.
 	APIReader client.Reader
 
-	// createdSecrets and patchedHosts are our writes the cache may not
-	// show yet, by host.
-	createdSecrets expectations.Writes
-	patchedHosts   expectations.Writes
+	// writes are our writes the cache may not show yet: the host's claims,
+	// its Secret and our patches of the host.
+	writes expectations.Writes
 }
 
 // Reconcile takes one host as far as it can go now. It returns an error only
@@ -265,9 +264,9 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 			EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
 	}
 	if secret != nil {
-		m.createdSecrets.Forget(client.ObjectKeyFromObject(host))
+		m.writes.Forget(secretKey(host))
 	} else {
-		if left, behind := m.createdSecrets.Behind(client.ObjectKeyFromObject(host), ""); behind {
+		if left, behind := m.writes.Behind(secretKey(host), ""); behind {
 			// Its own event brings the host back.
 			return Outcome{Phase: PhaseWaiting, Template: template.Ref, RequeueAfter: left,
 				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
@@ -295,7 +294,7 @@ func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetal
 	if len(pools) == 0 {
 		return nil, nil, nil
 	}
-	states, err := m.Claims.Ensure(ctx, host, pools)
+	states, err := m.Claims.Ensure(ctx, host, pools, &m.writes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -420,4 +419,14 @@ func HostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
 		}
 	}
 	return facts
+}
+
+// secretKey and hostKey name a host's Secret and the host in our writes.
+func secretKey(host *bmov1alpha1.BareMetalHost) expectations.Key {
+	secret := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
+	return expectations.Key{Kind: "Secret", NamespacedName: secret}
+}
+
+func hostKey(host *bmov1alpha1.BareMetalHost) expectations.Key {
+	return expectations.Key{Kind: "BareMetalHost", NamespacedName: client.ObjectKeyFromObject(host)}
 }

@@ -121,7 +121,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 		}
 		err := m.Client.Create(ctx, secret)
 		if err == nil {
-			m.createdSecrets.Wrote(client.ObjectKeyFromObject(host), "")
+			m.writes.Wrote(secretKey(host), "")
 			return nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -176,7 +176,6 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	}
 
 	original := host.DeepCopy()
-	key := client.ObjectKeyFromObject(host)
 	host.Spec.PreprovisioningNetworkDataName = secretName
 	if host.Labels == nil {
 		host.Labels = map[string]string{}
@@ -195,7 +194,7 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 	if err := m.Client.Patch(ctx, host, patch); err != nil {
 		return fmt.Errorf("pointing BareMetalHost %s/%s at Secret %q: %w", host.Namespace, host.Name, secretName, err)
 	}
-	m.patchedHosts.Wrote(key, original.ResourceVersion)
+	m.writes.Wrote(hostKey(host), original.ResourceVersion)
 	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, setUpMessage(ref, claims, secretName, pausedForUs))
 	if pausedForUs {
 		metrics.SecondsToUnpause.Observe(time.Since(host.CreationTimestamp.Time).Seconds())
@@ -219,7 +218,7 @@ func hasLabels(have, want map[string]string) bool {
 // patch again, only to lose its optimistic lock; the patch's own update
 // event brings the host back.
 func (m *HostManager) PatchPending(host *bmov1alpha1.BareMetalHost) (time.Duration, bool) {
-	return m.patchedHosts.Behind(client.ObjectKeyFromObject(host), host.ResourceVersion)
+	return m.writes.Behind(hostKey(host), host.ResourceVersion)
 }
 
 // setUpMessage is the note of a host's one set-up event: what each step did.

@@ -66,18 +66,20 @@ type PoolState struct {
 // Claims ensures the IPClaims of hosts and reads their addresses.
 type Claims struct {
 	Client client.Client
-
-	// created are the claims created here that the cache may not show yet.
-	created expectations.Writes
 }
 
+// kindIPClaim is the kind of our claims in the writes store.
+const kindIPClaim = "IPClaim"
+
 // Ensure makes sure the host has one claim on each pool and returns, pool by
-// pool, its address or why there is none yet. It returns an error only when
-// the API server does.
-func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) ([]PoolState, error) {
+// pool, its address or why there is none yet. It records the claims it
+// creates in writes, and does not create again a claim there that the cache
+// does not show yet. It returns an error only when the API server does.
+func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string, writes *expectations.Writes,
+) ([]PoolState, error) {
 	states := make([]PoolState, 0, len(pools))
 	for _, pool := range pools {
-		state, err := c.ensureOne(ctx, host, pool)
+		state, err := c.ensureOne(ctx, host, pool, writes)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +88,8 @@ func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, po
 	return states, nil
 }
 
-func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, poolName string) (PoolState, error) {
+func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, poolName string, writes *expectations.Writes,
+) (PoolState, error) {
 	state := PoolState{Pool: poolName, Claim: ClaimName(host.Name, poolName)}
 	if len(state.Claim) > validation.DNS1123SubdomainMaxLength {
 		state.Failed = fmt.Sprintf("the IPClaim of this host on IPPool %q would be named %q (%d characters), over the limit of %d: "+
@@ -106,10 +109,11 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 
 	claim := &ipamv1.IPClaim{}
 	key := client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}
+	written := expectations.Key{Kind: kindIPClaim, NamespacedName: key}
 	err := c.Client.Get(ctx, key, claim)
 	switch {
 	case apierrors.IsNotFound(err):
-		if left, behind := c.created.Behind(key, ""); behind {
+		if left, behind := writes.Behind(written, ""); behind {
 			// The claim's own event brings the host back; the timeout
 			// covers a claim deleted before the cache ever showed it.
 			state.Waiting = fmt.Sprintf("IPClaim %q was created; waiting for it to show in the cache", state.Claim)
@@ -127,13 +131,13 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			}
 			return state, fmt.Errorf("creating IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 		}
-		c.created.Wrote(key, "")
+		writes.Wrote(written, "")
 		state.Waiting = waitingForIPAM(pool, state.Claim)
 		return state, nil
 	case err != nil:
 		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 	}
-	c.created.Forget(key)
+	writes.Forget(written)
 
 	if !ownership.OwnedByHost(claim, host) {
 		if ownership.HasStaleHostOwner(claim, host) {

@@ -33,8 +33,15 @@ import (
 // set. A cache shows a write within a second or two even under load.
 const DefaultTimeout = 30 * time.Second
 
-// Writes holds the writes of one resource type that the cache has not shown
-// yet. The zero value is ready to use.
+// Key names an object we wrote: its kind, its namespace and its name.
+type Key struct {
+	Kind string
+	types.NamespacedName
+}
+
+// Writes holds our writes that the cache has not shown yet, of every kind:
+// one store for a host's claims, its Secret and the host itself. The zero
+// value is ready to use.
 type Writes struct {
 	// Timeout bounds how long a write is expected. Past it the cache is
 	// taken to have missed the write for good (the object was deleted
@@ -45,7 +52,7 @@ type Writes struct {
 	Now func() time.Time
 
 	mu         sync.Mutex
-	pending    map[types.NamespacedName]write
+	pending    map[Key]write
 	lastPruned time.Time
 }
 
@@ -58,12 +65,12 @@ type write struct {
 
 // Wrote records a write of the object key over the resourceVersion the
 // cache showed; "" records a create.
-func (w *Writes) Wrote(key types.NamespacedName, overVersion string) {
+func (w *Writes) Wrote(key Key, overVersion string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
 	if w.pending == nil {
-		w.pending = map[types.NamespacedName]write{}
+		w.pending = map[Key]write{}
 	}
 	w.pending[key] = write{over: overVersion, at: now}
 	// Writes whose object is never read again (its host was deleted) would
@@ -82,7 +89,7 @@ func (w *Writes) Wrote(key types.NamespacedName, overVersion string) {
 // when it does not have the object) has not caught up with our last write
 // yet, and for how much longer the write is expected. Once the cache shows
 // another version, or the timeout has passed, the write is forgotten.
-func (w *Writes) Behind(key types.NamespacedName, cachedVersion string) (time.Duration, bool) {
+func (w *Writes) Behind(key Key, cachedVersion string) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pending, ok := w.pending[key]
@@ -99,7 +106,7 @@ func (w *Writes) Behind(key types.NamespacedName, cachedVersion string) (time.Du
 
 // Forget drops the write of the object key, once the cache is known to show
 // it.
-func (w *Writes) Forget(key types.NamespacedName) {
+func (w *Writes) Forget(key Key) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.pending, key)

@@ -30,7 +30,7 @@ func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func TestBehind(t *testing.T) {
-	key := types.NamespacedName{Namespace: "ns", Name: "host-0-provisioning"}
+	key := Key{Kind: "IPClaim", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "host-0-provisioning"}}
 	tests := []struct {
 		name          string
 		wroteOver     string
@@ -66,17 +66,34 @@ func TestBehind(t *testing.T) {
 
 func TestUnknownObjectIsNotBehind(t *testing.T) {
 	var w Writes
-	_, behind := w.Behind(types.NamespacedName{Namespace: "ns", Name: "never-written"}, "")
+	_, behind := w.Behind(Key{Kind: "IPClaim", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "never-written"}}, "")
 	assert.False(t, behind)
+}
+
+// One store holds the writes of every kind: a create of one kind says
+// nothing about an object of another kind under the same name.
+func TestKindsAreApart(t *testing.T) {
+	var w Writes
+	name := types.NamespacedName{Namespace: "ns", Name: "host-0"}
+	host := Key{Kind: "BareMetalHost", NamespacedName: name}
+	w.Wrote(host, "41")
+	w.Wrote(Key{Kind: "IPClaim", NamespacedName: name}, "")
+
+	_, behind := w.Behind(Key{Kind: "Secret", NamespacedName: name}, "")
+	assert.False(t, behind, "a Secret nobody wrote")
+	_, behind = w.Behind(host, "41")
+	assert.True(t, behind, "the host's patch")
+	_, behind = w.Behind(Key{Kind: "IPClaim", NamespacedName: name}, "")
+	assert.True(t, behind, "the claim's create")
 }
 
 func TestWroteForgetsExpiredWritesNobodyReads(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	w := &Writes{Timeout: 10 * time.Second, Now: c.now}
-	deleted := types.NamespacedName{Namespace: "ns", Name: "deleted-host"}
+	deleted := Key{Kind: "Secret", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "deleted-host-preprov-networkdata"}}
 	w.Wrote(deleted, "")
 	c.advance(11 * time.Second)
-	w.Wrote(types.NamespacedName{Namespace: "ns", Name: "other-host"}, "")
+	w.Wrote(Key{Kind: "BareMetalHost", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "other-host"}}, "")
 
 	assert.NotContains(t, w.pending, deleted)
 	assert.Len(t, w.pending, 1)
@@ -84,7 +101,7 @@ func TestWroteForgetsExpiredWritesNobodyReads(t *testing.T) {
 
 func TestForget(t *testing.T) {
 	var w Writes
-	key := types.NamespacedName{Namespace: "ns", Name: "host-0-preprov-networkdata"}
+	key := Key{Kind: "Secret", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "host-0-preprov-networkdata"}}
 	w.Wrote(key, "")
 	w.Forget(key)
 	_, behind := w.Behind(key, "")
