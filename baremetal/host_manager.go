@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,80 +41,6 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
-
-// Phase is where a host stands with us.
-type Phase string
-
-// Phases of a host. PhaseIgnored hosts are not ours and are never written.
-const (
-	PhaseIgnored    Phase = "Ignored"
-	PhaseNoTemplate Phase = "NoTemplate"
-	PhaseConflict   Phase = "Conflict"
-	PhaseWaiting    Phase = "Waiting"
-	PhaseFailed     Phase = "Failed"
-	PhaseReady      Phase = "Ready"
-	PhaseDrifted    Phase = "Drifted"
-	PhaseOrphaned   Phase = "Orphaned"
-)
-
-// Event reasons on the BareMetalHost.
-const (
-	ReasonTemplateConflict = "PreprovisioningTemplateConflict"
-	ReasonTemplateInvalid  = "PreprovisioningTemplateInvalid"
-	ReasonIPClaimFailed    = "PreprovisioningIPClaimFailed"
-	ReasonRenderFailed     = "PreprovisioningRenderFailed"
-	ReasonSecretUpdated    = "PreprovisioningSecretUpdated"
-	// ReasonSecretConflict is a Secret of our name that another object
-	// than this host owns.
-	ReasonSecretConflict = "PreprovisioningSecretConflict"
-	// ReasonNameTooLong is a host whose Secret name would be too long.
-	ReasonNameTooLong = "PreprovisioningNameTooLong"
-	// ReasonNetworkDataSet is the one Normal event of a host's set-up: it
-	// names every step (claims, addresses, Secret, patch), so a fleet's
-	// events cost one write per host.
-	ReasonNetworkDataSet   = "PreprovisioningNetworkDataSet"
-	ReasonNetworkDataDrift = "PreprovisioningNetworkDataDrift"
-	ReasonOrphaned         = "PreprovisioningTemplateGone"
-	// ReasonCAPM3NameCollision warns that a Metal3Data of another host is
-	// named like the host, so CAPM3 would take the host's claims for its own.
-	ReasonCAPM3NameCollision = "PreprovisioningCAPM3NameCollision"
-	// ReasonBootNeedsDHCP warns that the host's BMC driver boots the deploy
-	// ramdisk over the network, which needs DHCP; the host is set up anyway.
-	ReasonBootNeedsDHCP = "PreprovisioningBootNeedsDHCP"
-	// EventAction is the action of all our events on hosts.
-	EventAction = "Preprovisioning"
-)
-
-// Outcome is what one reconcile of a host found.
-type Outcome struct {
-	Phase    Phase
-	Template TemplateRef
-	// Conflicts are the templates that all select the host, in PhaseConflict.
-	Conflicts []TemplateRef
-	// Reason is the event reason of a failure.
-	Reason string
-	// Message says why the host is not Ready, in words for a user.
-	Message string
-	// RequeueAfter, when set, is when to look at the host again if no
-	// event brings it back first.
-	RequeueAfter time.Duration
-	// BootNeedsDHCP is, for a host one template selects, the scheme of its
-	// BMC address when that driver boots the deploy ramdisk over the
-	// network (which needs DHCP); empty otherwise.
-	BootNeedsDHCP string
-	// CollidingData is a Metal3Data of another host named like this host.
-	CollidingData string
-	// EventType, with Reason and Message, is the event the outcome is
-	// reported with when it is new for the host: a host that stays
-	// failed, conflicting or drifted is not reported again on every reconcile.
-	EventType string
-	// LeftOvers are the other Metal3MachineTemplates that select the host
-	// when a MachineDeployment or KubeadmControlPlane references Template:
-	// left-overs of a rollout, which do not govern it.
-	LeftOvers []TemplateRef
-	// TemplateUsers name what references Template, when there are LeftOvers.
-	TemplateUsers []string
-}
 
 // HostManager runs the per-host steps.
 type HostManager struct {
@@ -128,16 +55,22 @@ type HostManager struct {
 	// label); the Client is used when it is nil.
 	APIReader client.Reader
 
+	// InspectionStallTimeout is how long BMO may take a host we unpaused
+	// through registering and inspecting (DefaultInspectionStallTimeout
+	// when zero).
+	InspectionStallTimeout time.Duration
+	// Clock tells the time of unpauses and stalls (the real clock when nil).
+	Clock clock.PassiveClock
+
 	// writes are our writes the cache may not show yet: the host's claims,
 	// its Secret and our patches of the host.
 	writes expectations.Writes
+	// reported is what each host's events last said.
+	reported reportedOutcomes
 }
 
-// Reconcile takes one host as far as it can go now. It returns an error only
-// for failures worth a retry (the API server); a problem that needs a user's
-// fix is an Outcome with an event and a log line, and the watches bring the
-// host back once something it depends on changes.
-func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
+// reconcile takes one host as far as it can go now and says where it stands.
+func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !host.DeletionTimestamp.IsZero() {
 		// BMO runs no deletion (its finalizer stays) while the host is paused.
@@ -244,7 +177,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	if outcome, err := m.driftWithoutClaims(ctx, host, template, secret, pools); err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
-	claims, outcome, err := m.addresses(ctx, host, template.Ref, pools)
+	claims, outcome, err := m.claimStates(ctx, host, template.Ref, pools)
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
@@ -285,10 +218,10 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	return Outcome{Phase: PhaseReady, Template: template.Ref}, nil
 }
 
-// addresses returns the host's claims, each with its address, or the
-// outcome that stops the host here (waiting for IPAM, or a claim that needs
-// a fix).
-func (m *HostManager) addresses(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+// claimStates returns the state of the host's claim on each pool, each with
+// its address, or the outcome that stops the host here (waiting for IPAM, or
+// a claim that needs a fix).
+func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
 	pools []string,
 ) ([]ipam.PoolState, *Outcome, error) {
 	if len(pools) == 0 {

@@ -18,10 +18,10 @@ package baremetal
 
 // HostCounts is how the hosts of one template stand.
 type HostCounts struct {
-	Matched, Ready, Waiting, Failed, Conflicting, Orphaned, Drifted int32
+	Matched, Ready, Waiting, Failed, Conflicting, Orphaned, Drifted, Stalled int32
 }
 
-// CountHosts counts, from the hosts' last outcomes, the hosts a template
+// CountHosts counts, from where the hosts stand, the hosts a template
 // selects (alone or with others) and those it set up but no longer selects.
 func CountHosts(ref TemplateRef, outcomes map[string]Outcome) HostCounts {
 	var counts HostCounts
@@ -44,6 +44,9 @@ func CountHosts(ref TemplateRef, outcomes map[string]Outcome) HostCounts {
 			continue
 		case PhaseReady:
 			counts.Ready++
+			if outcome.InspectionStalled {
+				counts.Stalled++
+			}
 		case PhaseDrifted:
 			// A drifted host has network data, only not the latest.
 			counts.Ready++

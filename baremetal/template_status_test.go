@@ -35,13 +35,14 @@ func TestCountHosts(t *testing.T) {
 			name: "every phase",
 			outcomes: map[string]Outcome{
 				"ready":    {Phase: PhaseReady, Template: mine},
+				"stalled":  {Phase: PhaseReady, Template: mine, InspectionStalled: true},
 				"waiting":  {Phase: PhaseWaiting, Template: mine},
 				"failed":   {Phase: PhaseFailed, Template: mine},
 				"drifted":  {Phase: PhaseDrifted, Template: mine},
 				"orphaned": {Phase: PhaseOrphaned, Template: mine},
 				"conflict": {Phase: PhaseConflict, Conflicts: []TemplateRef{other, mine}},
 			},
-			want: HostCounts{Matched: 5, Ready: 2, Waiting: 1, Failed: 1, Conflicting: 1, Orphaned: 1, Drifted: 1},
+			want: HostCounts{Matched: 6, Ready: 3, Waiting: 1, Failed: 1, Conflicting: 1, Orphaned: 1, Drifted: 1, Stalled: 1},
 		},
 		{
 			name: "other templates' hosts do not count",

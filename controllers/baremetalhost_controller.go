@@ -21,7 +21,6 @@ package controllers
 
 import (
 	"context"
-	"slices"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -41,7 +40,6 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
-	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -63,14 +61,11 @@ import (
 type BareMetalHostReconciler struct {
 	Client  client.Client
 	Manager *baremetal.HostManager
-	Phases  *baremetal.HostPhases
 	// Sweeper releases what a deleted host left behind.
 	Sweeper *ipam.Sweeper
-	// TemplateChanges receives the templates whose hosts changed phase.
-	TemplateChanges chan<- event.GenericEvent
 }
 
-// Reconcile runs the host manager for one host and records its outcome.
+// Reconcile runs the host manager for one host, which reports its outcome.
 func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	host := &bmov1alpha1.BareMetalHost{}
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
@@ -79,9 +74,7 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		}
 		// A deleted host takes its claims and Secret with it (owner
 		// references); the sweep catches what they cannot: pool entries.
-		if previous, known := r.Phases.Forget(req.NamespacedName); known {
-			r.notifyTemplates(ctx, req.Namespace, previous)
-		}
+		r.Manager.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.Sweeper.Sweep(ctx, req.Namespace)
 	}
 	if left, pending := r.Manager.PatchPending(host); pending {
@@ -91,54 +84,7 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return requeueOnConflict(ctx, err)
 	}
-	if previous, changed := r.Phases.Record(req.NamespacedName, outcome); changed {
-		if outcome.EventType == corev1.EventTypeWarning {
-			metrics.Failures.WithLabelValues(outcome.Reason).Inc()
-		}
-		// Once per failure, conflict or drift, not on every reconcile.
-		if outcome.EventType != "" && (outcome.EventType != previous.EventType || outcome.Reason != previous.Reason ||
-			outcome.Message != previous.Message) {
-			r.Manager.Recorder.Eventf(host, nil, outcome.EventType, outcome.Reason, baremetal.EventAction, "%s", outcome.Message)
-		}
-		// Once when a rollout's left-overs start or stop being set aside.
-		if len(outcome.LeftOvers) > 0 && !slices.Equal(outcome.LeftOvers, previous.LeftOvers) {
-			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonLeftOverTemplates, baremetal.EventAction,
-				"%s", baremetal.LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
-		}
-		if outcome.Phase == baremetal.PhaseOrphaned {
-			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeNormal, baremetal.ReasonOrphaned, baremetal.EventAction, "%s", outcome.Message)
-		}
-		if outcome.CollidingData != "" && outcome.CollidingData != previous.CollidingData {
-			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeWarning, baremetal.ReasonCAPM3NameCollision, baremetal.EventAction,
-				"%s", baremetal.CAPM3NameCollisionMessage(host.Name, outcome.CollidingData))
-		}
-		// Once when a selected host's BMC address starts to need DHCP, not on
-		// every change of its phase.
-		if outcome.BootNeedsDHCP != "" && outcome.BootNeedsDHCP != previous.BootNeedsDHCP {
-			r.Manager.Recorder.Eventf(host, nil, corev1.EventTypeWarning, baremetal.ReasonBootNeedsDHCP, baremetal.EventAction,
-				"%s", baremetal.BootNeedsDHCPMessage(outcome.BootNeedsDHCP))
-		}
-		r.notifyTemplates(ctx, req.Namespace, previous, outcome)
-	}
 	return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil
-}
-
-// notifyTemplates wakes the status of our templates an outcome concerns.
-func (r *BareMetalHostReconciler) notifyTemplates(ctx context.Context, namespace string, outcomes ...baremetal.Outcome) {
-	for _, outcome := range outcomes {
-		for _, ref := range outcome.Templates() {
-			if ref.Kind != baremetal.KindPreprovisioningTemplate {
-				continue
-			}
-			template := &preprovv1.Metal3PreprovisioningTemplate{}
-			template.Namespace, template.Name = namespace, ref.Name
-			select {
-			case r.TemplateChanges <- event.GenericEvent{Object: template}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
 }
 
 // SetupWithManager watches hosts and everything their network data depends on.

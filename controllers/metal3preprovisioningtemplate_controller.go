@@ -20,8 +20,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,11 +32,12 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
@@ -44,30 +47,15 @@ import (
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates/status,verbs=get;update;patch
 
-// Condition types and reasons of Metal3PreprovisioningTemplate.
-const (
-	ReadyCondition               = "Ready"
-	ReadyReason                  = "Ready"
-	NoHostsReason                = "NoHosts"
-	InvalidTemplateReason        = "InvalidTemplate"
-	HostsConflictingReason       = "HostsConflicting"
-	HostsFailedReason            = "HostsFailed"
-	HostsWaitingReason           = "HostsWaiting"
-	NetworkDataUpToDateCondition = "NetworkDataUpToDate"
-	UpToDateReason               = "UpToDate"
-	DriftedReason                = "Drifted"
-)
-
 // TemplateStatusReconciler keeps the status of Metal3PreprovisioningTemplates:
-// the counts of their hosts by phase and their conditions.
+// the counts of their hosts by phase and their conditions, computed from the
+// hosts, so a restarted or newly elected manager writes them right at once.
 type TemplateStatusReconciler struct {
 	Client    client.Client
 	Templates *baremetal.Templates
-	Phases    *baremetal.HostPhases
+	Standings *baremetal.Standings
 	// Recorder reports invalid templates.
 	Recorder events.EventRecorder
-	// HostChanges carries a template whenever one of its hosts changed phase.
-	HostChanges <-chan event.GenericEvent
 }
 
 // Reconcile recomputes one template's status.
@@ -81,12 +69,18 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		err := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{ReadyCondition, NetworkDataUpToDateCondition}})
+		err := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
+			preprovv1.ReadyCondition, preprovv1.NetworkDataUpToDateCondition,
+		}})
 		reterr = errors.Join(reterr, client.IgnoreNotFound(err))
 	}()
 
 	view := baremetal.FromPreprovisioningTemplate(template)
-	counts := baremetal.CountHosts(view.Ref, r.Phases.InNamespace(template.Namespace))
+	standings, err := r.Standings.OfTemplate(ctx, template.Namespace, view)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	counts := baremetal.CountHosts(view.Ref, standings)
 	template.Status.ObservedGeneration = template.Generation
 	template.Status.MatchedHosts = ptr.To(counts.Matched)
 	template.Status.ReadyHosts = ptr.To(counts.Ready)
@@ -94,6 +88,7 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	template.Status.FailedHosts = ptr.To(counts.Failed)
 	template.Status.ConflictingHosts = ptr.To(counts.Conflicting)
 	template.Status.OrphanedHosts = ptr.To(counts.Orphaned)
+	template.Status.StalledHosts = ptr.To(counts.Stalled)
 
 	problem, err := r.templateProblem(ctx, template.Namespace, view)
 	if err != nil {
@@ -136,32 +131,36 @@ func (r *TemplateStatusReconciler) reportInvalid(template *preprovv1.Metal3Prepr
 	if problem == "" {
 		return
 	}
-	if last := conditions.Get(template, ReadyCondition); last != nil && last.Reason == InvalidTemplateReason && last.Message == problem {
+	if last := conditions.Get(template, preprovv1.ReadyCondition); last != nil && last.Reason == preprovv1.InvalidTemplateReason && last.Message == problem {
 		return
 	}
 	r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, baremetal.ReasonTemplateInvalid, baremetal.EventAction, "%s", problem)
 }
 
 func readyCondition(counts baremetal.HostCounts, problem string) metav1.Condition {
-	condition := metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionFalse}
+	condition := metav1.Condition{Type: preprovv1.ReadyCondition, Status: metav1.ConditionFalse}
 	switch {
 	case problem != "":
-		condition.Reason, condition.Message = InvalidTemplateReason, problem
+		condition.Reason, condition.Message = preprovv1.InvalidTemplateReason, problem
 	case counts.Conflicting > 0:
-		condition.Reason = HostsConflictingReason
+		condition.Reason = preprovv1.HostsConflictingReason
 		condition.Message = fmt.Sprintf("%d of %d hosts are selected by another template too and are left untouched; "+
 			"see the Warning events on the hosts", counts.Conflicting, counts.Matched)
 	case counts.Failed > 0:
-		condition.Reason = HostsFailedReason
+		condition.Reason = preprovv1.HostsFailedReason
 		condition.Message = fmt.Sprintf("%d of %d hosts need a fix; see the Warning events on the hosts", counts.Failed, counts.Matched)
 	case counts.Waiting > 0:
-		condition.Reason = HostsWaitingReason
+		condition.Reason = preprovv1.HostsWaitingReason
 		condition.Message = fmt.Sprintf("%d of %d hosts are waiting for IP addresses", counts.Waiting, counts.Matched)
 	case counts.Matched == 0:
-		condition.Status, condition.Reason, condition.Message = metav1.ConditionTrue, NoHostsReason, "no host is selected yet"
+		condition.Status, condition.Reason, condition.Message = metav1.ConditionTrue, preprovv1.NoHostsReason, "no host is selected yet"
 	default:
-		condition.Status, condition.Reason = metav1.ConditionTrue, ReadyReason
+		condition.Status, condition.Reason = metav1.ConditionTrue, preprovv1.ReadyReason
 		condition.Message = fmt.Sprintf("all %d hosts have their network data", counts.Matched)
+		if counts.Stalled > 0 {
+			condition.Message += fmt.Sprintf("; %d of them do not get past inspection (see their %s Warning events)",
+				counts.Stalled, baremetal.ReasonInspectionStalled)
+		}
 	}
 	return condition
 }
@@ -169,27 +168,85 @@ func readyCondition(counts baremetal.HostCounts, problem string) metav1.Conditio
 func upToDateCondition(counts baremetal.HostCounts) metav1.Condition {
 	if counts.Drifted > 0 {
 		return metav1.Condition{
-			Type: NetworkDataUpToDateCondition, Status: metav1.ConditionFalse, Reason: DriftedReason,
+			Type: preprovv1.NetworkDataUpToDateCondition, Status: metav1.ConditionFalse, Reason: preprovv1.DriftedReason,
 			Message: fmt.Sprintf("%d provisioned hosts keep network data older than this template (provisionedHostPolicy: ReportDrift)", counts.Drifted),
 		}
 	}
-	return metav1.Condition{Type: NetworkDataUpToDateCondition, Status: metav1.ConditionTrue, Reason: UpToDateReason}
+	return metav1.Condition{Type: preprovv1.NetworkDataUpToDateCondition, Status: metav1.ConditionTrue, Reason: preprovv1.UpToDateReason}
 }
 
-// SetupWithManager watches our templates, the data templates they name, and
-// the phase changes of their hosts. Status updates of the templates are
-// watched too: the status patch is computed against the cached template, and
-// when the cache was behind an earlier write the patch leaves out a field
-// that looked unchanged; the next reconcile, on a fresh copy, puts it right,
-// and otherwise writes nothing.
+// SetupWithManager watches our templates, the data templates they name,
+// the hosts (whose labels and annotations say where they stand) and the other
+// templates of the namespace (which may start or stop selecting the same
+// hosts). Status updates of the templates are watched too: the status patch
+// is computed against the cached template, and when the cache was behind an
+// earlier write the patch leaves out a field that looked unchanged; the next
+// reconcile, on a fresh copy, puts it right, and otherwise writes nothing.
+// Every watch goes through the controller's queue, so a burst of host
+// changes never holds up the host controller.
 func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	templateChanged := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("metal3preprovisioningtemplate").
 		For(&preprovv1.Metal3PreprovisioningTemplate{}).
 		WithEventFilter(notPausedOrMoving).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesNaming)).
-		WatchesRawSource(source.Channel(r.HostChanges, &handler.EnqueueRequestForObject{})).
+		Watches(&bmov1alpha1.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfHost),
+			builder.WithPredicates(notInInitialList, hostStandingChanged)).
+		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfNamespace),
+			builder.WithPredicates(notInInitialList, templateChanged)).
+		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfNamespace),
+			builder.WithPredicates(notInInitialList, templateChanged)).
 		Complete(r)
+}
+
+// hostStandingChanged passes the host updates that can change where a host
+// stands: its labels, annotations (our pause, the template it was set up
+// from, its problem) and its deletion.
+var hostStandingChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldHost, newHost := e.ObjectOld, e.ObjectNew
+		return !maps.Equal(oldHost.GetLabels(), newHost.GetLabels()) || !maps.Equal(oldHost.GetAnnotations(), newHost.GetAnnotations()) ||
+			!oldHost.GetDeletionTimestamp().Equal(newHost.GetDeletionTimestamp())
+	},
+}
+
+// templatesOfHost maps a host to the templates that select it or set it up.
+// On an update both the old and the new host are mapped, so a template that
+// stops selecting a host is recounted too.
+func (r *TemplateStatusReconciler) templatesOfHost(ctx context.Context, obj client.Object) []reconcile.Request {
+	templates, err := r.Templates.List(ctx, obj.GetNamespace())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the templates of a BareMetalHost's namespace")
+		return nil
+	}
+	setUpFrom, _ := baremetal.ParseTemplateRef(obj.GetAnnotations()[preprovv1.TemplateAnnotation])
+	var requests []reconcile.Request
+	for _, template := range templates {
+		if template.Ref.Kind != baremetal.KindPreprovisioningTemplate {
+			continue
+		}
+		if selects, _ := template.Selects(obj.GetLabels()); selects || template.Ref == setUpFrom {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: template.Ref.Name}})
+		}
+	}
+	return requests
+}
+
+// templatesOfNamespace maps a template to every Metal3PreprovisioningTemplate
+// of its namespace: a template that starts or stops selecting a host can put
+// it in or out of conflict with the others.
+func (r *TemplateStatusReconciler) templatesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	templates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := r.Client.List(ctx, templates, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Metal3PreprovisioningTemplates of a namespace")
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(templates.Items))
+	for i := range templates.Items {
+		requests = append(requests, requestFor(&templates.Items[i]))
+	}
+	return requests
 }
 
 func (r *TemplateStatusReconciler) templatesNaming(ctx context.Context, dataTemplate client.Object) []reconcile.Request {

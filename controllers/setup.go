@@ -24,7 +24,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
@@ -45,6 +44,10 @@ type Options struct {
 	// PoolPreallocations records each host's addresses in its pools'
 	// spec.preAllocations, a backstop for the claims.
 	PoolPreallocations bool
+	// InspectionStallTimeout is how long BMO may take a host we unpaused
+	// through registering and inspecting before the host gets a Warning
+	// event (baremetal.DefaultInspectionStallTimeout when zero).
+	InspectionStallTimeout time.Duration
 }
 
 // Setup registers the field indexes and every controller with the manager.
@@ -61,6 +64,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Claims:    &ipam.Claims{Client: mgr.GetClient()},
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		APIReader: mgr.GetAPIReader(),
+
+		InspectionStallTimeout: opts.InspectionStallTimeout,
 	}
 	if opts.PoolPreallocations {
 		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}
@@ -83,19 +88,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	})); err != nil {
 		return err
 	}
-	phases := baremetal.NewHostPhases()
-	if err := metrics.Register(phases); err != nil {
+	standings := &baremetal.Standings{Reader: mgr.GetClient(), Templates: templates}
+	if err := metrics.Register(hostCounts{standings: standings, elected: mgr.Elected()}); err != nil {
 		return err
 	}
-	templateChanges := make(chan event.GenericEvent, templateChangesBuffer)
 	if err := (&BareMetalHostReconciler{
-		Client: mgr.GetClient(), Manager: hostManager, Phases: phases, Sweeper: sweeper,
-		TemplateChanges: templateChanges,
+		Client: mgr.GetClient(), Manager: hostManager, Sweeper: sweeper,
 	}).SetupWithManager(mgr, opts.Host); err != nil {
 		return err
 	}
 	if err := (&TemplateStatusReconciler{
-		Client: mgr.GetClient(), Templates: templates, Phases: phases, HostChanges: templateChanges,
+		Client: mgr.GetClient(), Templates: templates, Standings: standings,
 		Recorder: mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr); err != nil {
 		return err
@@ -109,6 +112,29 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 // startupSweepBackoff retries the start-up sweep for about half an hour.
 var startupSweepBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: 5 * time.Minute}
 
-// templateChangesBuffer lets a burst of host phase changes through without
-// holding up the host workers while the template status catches up.
-const templateChangesBuffer = 1024
+// hostCounts counts the hosts for the hosts metric, from the cache, while
+// this manager leads: the replicas that wait would report the same hosts
+// again.
+type hostCounts struct {
+	standings *baremetal.Standings
+	elected   <-chan struct{}
+}
+
+func (h hostCounts) CountHosts() map[metrics.HostGroup]int {
+	select {
+	case <-h.elected:
+	default:
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostCountTimeout)
+	defer cancel()
+	counts, err := h.standings.CountAll(ctx)
+	if err != nil {
+		ctrl.Log.WithName("metrics").Error(err, "Counting the hosts for the hosts metric")
+		return nil
+	}
+	return counts
+}
+
+// hostCountTimeout bounds a scrape's count of the hosts; it reads the cache.
+const hostCountTimeout = 10 * time.Second

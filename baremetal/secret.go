@@ -1,0 +1,166 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package baremetal
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+)
+
+// NetworkDataSecretName is the name of the Secret holding a host's
+// preprovisioning network data.
+func NetworkDataSecretName(hostName string) string {
+	return hostName + preprovv1.NetworkDataSecretSuffix
+}
+
+// currentSecret returns the host's Secret from the cache, or the outcome
+// that stops the host when a Secret of that name is not this host's.
+func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+) (*corev1.Secret, *Outcome, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
+	if err := m.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("getting Secret %s: %w", key, err)
+	}
+	if outcome := m.secretNotOurs(ctx, host, ref, secret); outcome != nil {
+		return nil, outcome, nil
+	}
+	return secret, nil, nil
+}
+
+// secretNotOurs is the outcome of a host whose Secret name is taken: by an
+// earlier host of the same name (the garbage collector removes it), or by
+// somebody else (a user must remove it). It is nil for the host's own Secret.
+func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+	secret *corev1.Secret,
+) *Outcome {
+	if ownership.OwnedByHost(secret, host) {
+		return nil
+	}
+	if ownership.HasStaleHostOwner(secret, host) {
+		return &Outcome{Phase: PhaseWaiting, Template: ref, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost "+
+			"named %q; waiting for the garbage collector to remove it", secret.Name, host.Name)}
+	}
+	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not created for this "+
+		"host (it has no owner reference to BareMetalHost %q): delete or rename it, and the host is set up", secret.Name, host.Name))
+	// Such a Secret may lack our label, and then no event of our cache
+	// says when it is gone.
+	outcome.RequeueAfter = takenSecretRetry
+	return &outcome
+}
+
+func (m *HostManager) apiReader() client.Reader {
+	if m.APIReader != nil {
+		return m.APIReader
+	}
+	return m.Client
+}
+
+// takenSecretRetry is how often a host whose Secret name is taken looks again.
+const takenSecretRetry = 10 * time.Second
+
+// secretLabels are the labels our Secret must carry: BMO's, so its Secret
+// cache sees it, and ours, so our cache does.
+func secretLabels() map[string]string {
+	return map[string]string{
+		preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
+		preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
+	}
+}
+
+// writeSecret creates the Secret, or patches it when its data or our labels
+// differ. Nothing else is compared: with BMO's -build-preprov-image every
+// write rebuilds the host's image, so a write that changes nothing is a cost.
+func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
+	rendered []byte, ref TemplateRef,
+) (*Outcome, error) {
+	if secret == nil {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      NetworkDataSecretName(host.Name),
+				Namespace: host.Namespace,
+				Labels:    secretLabels(),
+				// Not a controller reference: BMO watches Secrets through
+				// their owner references and must be woken by changes too.
+				OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
+		}
+		err := m.Client.Create(ctx, secret)
+		if err == nil {
+			m.writes.Wrote(secretKey(host), "")
+			return nil, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		// Our cache only holds Secrets with our label: read this one past it.
+		existing := &corev1.Secret{}
+		if err := m.apiReader().Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return nil, fmt.Errorf("getting Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		}
+		if outcome := m.secretNotOurs(ctx, host, ref, existing); outcome != nil {
+			return outcome, nil
+		}
+		// The host's own Secret, which lost our label: put it back below.
+		secret = existing
+	}
+
+	wantLabels := secretLabels()
+	if string(secret.Data[preprovv1.NetworkDataKey]) == string(rendered) && hasLabels(secret.Labels, wantLabels) {
+		return nil, nil
+	}
+	original := secret.DeepCopy()
+	if secret.Labels == nil {
+		secret.Labels = map[string]string{}
+	}
+	maps.Copy(secret.Labels, wantLabels)
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data[preprovv1.NetworkDataKey] = rendered
+	if err := m.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
+		return nil, fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,
+		fmt.Sprintf("re-rendered network data from %s into Secret %q", ref, secret.Name))
+	return nil, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for key, value := range want {
+		if have[key] != value {
+			return false
+		}
+	}
+	return true
+}
