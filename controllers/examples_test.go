@@ -38,12 +38,12 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
 // examplesDir holds the examples `make run` applies, one folder each.
-var examplesDir = filepath.Join(envtest.RepoRoot(), "examples")
+var examplesDir = filepath.Join(framework.RepoRoot(), "examples")
 
 // exampleExpectation is what one example folder shows.
 type exampleExpectation struct {
@@ -274,7 +274,7 @@ func exampleFolders(t *testing.T) []string {
 
 func applyExample(t *testing.T, ns, folder string) appliedExample {
 	t.Helper()
-	objects, err := envtest.ApplyFilesInNamespace(context.Background(), k8sClient, ns, filepath.Join(examplesDir, folder))
+	objects, err := framework.ApplyFilesInNamespace(context.Background(), k8sClient, ns, filepath.Join(examplesDir, folder))
 	require.NoError(t, err)
 	example := appliedExample{folder: folder, hosts: map[string]string{}}
 	for _, obj := range objects {

@@ -35,7 +35,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // provisionedByCAPM3 creates what CAPM3 creates when it provisions a host:

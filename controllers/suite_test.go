@@ -28,9 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/capm3-preprov/capm3-preprov/test/capm3webhook"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // One control plane (with the garbage collector, so owner references are
@@ -38,7 +36,7 @@ import (
 // played by test/capm3webhook), one manager with our controllers and the
 // IPAM stand-in serve every test; each test works in its own namespace.
 var (
-	testEnv   *envtest.Environment
+	testEnv   *framework.ControlPlane
 	k8sClient client.Client
 )
 
@@ -48,28 +46,14 @@ func TestMain(m *testing.M) {
 
 func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env, err := envtest.Start()
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{GarbageCollector: true, CAPM3Webhook: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
 	testEnv, k8sClient = env, env.Client
-	gc, err := env.StartGarbageCollector()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = gc.Stop() }()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// CAPM3 does not run here; its Metal3DataTemplate rules must hold all the same.
-	capm3WebhookDone, err := capm3webhook.Start(ctx, env.Config, env.Scheme)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
 		Cache:   CacheOptions(""),
@@ -79,11 +63,13 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	if err := Setup(ctx, mgr, Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	standInDone, err := ipamstandin.Start(ctx, env.Config, env.Scheme)
+	standIn, err := framework.StartIPAMStandIn(env.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -97,12 +83,8 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
-	if err := <-standInDone; err != nil {
+	if err := standIn.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
-		return 1
-	}
-	if err := <-capm3WebhookDone; err != nil {
-		fmt.Fprintln(os.Stderr, "CAPM3 webhook stand-in:", err)
 		return 1
 	}
 	return code

@@ -18,9 +18,7 @@ package ipam
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -39,26 +37,8 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
-
-// The sweep runs here on a control plane WITHOUT the garbage collector: as if
-// hosts had been deleted while nothing enforced their owner references, so
-// only the sweep can release their claims.
-var k8sClient client.Client
-
-func TestMain(m *testing.M) {
-	env, err := envtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	k8sClient = env.Client
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
 
 func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 	ctx := context.Background()

@@ -31,7 +31,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 func main() {
@@ -52,9 +56,11 @@ func main() {
 func run(manager, examples string, ipamStandIn bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The harness logs nothing through controller-runtime but errors.
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
 
 	say("Starting a local control plane (kube-apiserver and etcd from bin/k8s)")
-	env, err := envtest.Start()
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
 	if err != nil {
 		return err
 	}
@@ -73,12 +79,17 @@ func run(manager, examples string, ipamStandIn bool) error {
 		return err
 	}
 
-	var ipamDone <-chan struct{} = closedChannel()
 	if ipamStandIn {
 		say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
-		if ipamDone, err = startIPAMStandIn(ctx, env); err != nil {
+		standIn, err := framework.StartIPAMStandIn(env.Config)
+		if err != nil {
 			return err
 		}
+		defer func() {
+			if err := standIn.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
+			}
+		}()
 	} else {
 		say("IPAM: no stand-in; point a real Metal3 IPAM controller at %s", kubeconfig)
 	}
@@ -90,7 +101,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 
 	say("Starting %s", manager)
 	cmd := exec.CommandContext(ctx, manager, "--kubeconfig", kubeconfig, "--webhook-port=0",
-		"--diagnostics-address=127.0.0.1:8080", "--insecure-diagnostics", "--health-addr=127.0.0.1:9440")
+		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:9440")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
@@ -103,7 +114,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 	if err := showWhenSettled(ctx, env.Client); err != nil && ctx.Err() == nil {
 		return err
 	}
-	say("The control plane keeps running; use it with: KUBECONFIG=%s %s get bmh -A", kubeconfig, filepath.Join(envtest.RepoRoot(), "bin", "k8s", "kubectl"))
+	say("The control plane keeps running; use it with: KUBECONFIG=%s %s get bmh -A", kubeconfig, filepath.Join(framework.RepoRoot(), "bin", "k8s", "kubectl"))
 	say("Press Ctrl-C to stop")
 
 	select {
@@ -114,14 +125,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 			return fmt.Errorf("the manager stopped: %v", err)
 		}
 	}
-	<-ipamDone
 	return nil
-}
-
-func closedChannel() <-chan struct{} {
-	done := make(chan struct{})
-	close(done)
-	return done
 }
 
 func say(format string, args ...any) {

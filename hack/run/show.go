@@ -29,37 +29,16 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
-
-// startIPAMStandIn runs the IPAM stand-in in this process until ctx ends.
-func startIPAMStandIn(ctx context.Context, env *envtest.Environment) (<-chan struct{}, error) {
-	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
-	result, err := ipamstandin.Start(ctx, env.Config, env.Scheme)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := <-result; err != nil {
-			fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
-		}
-	}()
-	return done, nil
-}
 
 // applyExamples applies namespace.yaml, then each example folder in turn.
 func applyExamples(ctx context.Context, c client.Client, folder string) error {
@@ -73,7 +52,7 @@ func applyExamples(ctx context.Context, c client.Client, folder string) error {
 			paths = append(paths, filepath.Join(folder, entry.Name()))
 		}
 	}
-	_, err = envtest.ApplyFiles(ctx, c, paths...)
+	_, err = framework.ApplyFiles(ctx, c, paths...)
 	return err
 }
 

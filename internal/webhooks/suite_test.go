@@ -31,7 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // One control plane serves every test: the real kube-apiserver with our CRDs
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	env, err := envtest.Start(envtest.WithWebhooks())
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{Webhooks: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/audit"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // auditPolicy records, for the manager and the floor only, one event per
@@ -45,7 +45,7 @@ type apiCall struct {
 	Failed   bool
 }
 
-func (c apiCall) write() bool { return audit.IsWriteVerb(c.Verb) }
+func (c apiCall) write() bool { return framework.IsWriteVerb(c.Verb) }
 
 func (c apiCall) String() string {
 	s := c.Verb + " " + c.Resource
@@ -64,7 +64,7 @@ type auditWindow struct {
 }
 
 // count counts the requests in the window by kind.
-func (w auditWindow) count(events []audit.Event) map[apiCall]int {
+func (w auditWindow) count(events []framework.AuditEvent) map[apiCall]int {
 	counts := map[apiCall]int{}
 	for _, event := range events {
 		if event.User.Username != w.user || event.ObjectRef == nil ||

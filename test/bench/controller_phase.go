@@ -23,13 +23,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/audit"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // controllerPhase registers the fleet, runs the manager until every host is
 // done, through the steady window and until it is quiet, and records what it
 // did.
-func (b *bench) controllerPhase(ctx context.Context) error {
+func (b *bench) controllerPhase(ctx context.Context) (err error) {
 	// The fleet's hosts are watched until this phase ends.
 	phaseCtx, endPhase := context.WithCancel(ctx)
 	defer endPhase()
@@ -44,12 +44,12 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer manager.stop()
+	defer func() { err = errors.Join(err, manager.Stop()) }()
 	samplingCtx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
 	go manager.sampleRuntime(samplingCtx, time.Second)
 	pids := b.cp.pids()
-	pids["manager"], pids["harness"] = manager.cmd.Process.Pid, os.Getpid()
+	pids["manager"], pids["harness"] = manager.PID(), os.Getpid()
 	cpu := startCPUMeter(pids)
 
 	lastDone, err := waitForHosts(ctx, "controller", registered.tracker, manager.running)
@@ -71,7 +71,9 @@ func (b *bench) controllerPhase(ctx context.Context) error {
 	if err := b.recordManager(ctx, manager); err != nil {
 		return err
 	}
-	manager.stop()
+	if err := manager.Stop(); err != nil {
+		return err
+	}
 	return b.recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt)
 }
 
@@ -86,7 +88,7 @@ func (b *bench) waitForQuiet(ctx context.Context, manager *managerProcess) (time
 		if err := manager.running(); err != nil {
 			return time.Time{}, err
 		}
-		sample, err := manager.scrape(ctx)
+		sample, err := manager.Metrics(ctx)
 		if err != nil {
 			return time.Time{}, errors.Join(ctx.Err(), err)
 		}
@@ -110,9 +112,9 @@ func (b *bench) waitForQuiet(ctx context.Context, manager *managerProcess) (time
 }
 
 // writeRequests counts the requests of the manager's client that write.
-func writeRequests(m metrics) float64 {
+func writeRequests(m framework.Metrics) float64 {
 	total := 0.0
-	for key, n := range m.sumBy("rest_client_requests_total", "method") {
+	for key, n := range m.SumBy("rest_client_requests_total", "method") {
 		switch key {
 		case "POST", "PUT", "PATCH", "DELETE":
 			total += n
@@ -127,7 +129,7 @@ func (b *bench) recordManager(ctx context.Context, manager *managerProcess) erro
 	if err != nil {
 		return err
 	}
-	final, err := manager.scrape(ctx)
+	final, err := manager.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -135,21 +137,21 @@ func (b *bench) recordManager(ctx context.Context, manager *managerProcess) erro
 	b.result.memory = managerMemory{
 		peakRSS: peakRSS, endRSS: endRSS,
 		peakHeapAlloc: peak.heapAlloc, peakHeapInuse: peak.heapInuse, peakGoroutines: peak.goroutines,
-		endHeapAlloc: final.sum("go_memstats_heap_alloc_bytes"), endHeapInuse: final.sum("go_memstats_heap_inuse_bytes"),
+		endHeapAlloc: final.Sum("go_memstats_heap_alloc_bytes"), endHeapInuse: final.Sum("go_memstats_heap_inuse_bytes"),
 	}
 	b.result.manager = managerStats{
-		cpuSeconds:       final.sum("process_cpu_seconds_total"),
-		reconciles:       final.sumBy("controller_runtime_reconcile_total", "controller"),
-		reconcileErrors:  final.sumBy("controller_runtime_reconcile_errors_total", "controller"),
-		reconcileSeconds: final.sumBy("controller_runtime_reconcile_time_seconds_sum", "controller"),
-		requests:         final.sumBy("rest_client_requests_total", "method", "code"),
+		cpuSeconds:       final.Sum("process_cpu_seconds_total"),
+		reconciles:       final.SumBy("controller_runtime_reconcile_total", "controller"),
+		reconcileErrors:  final.SumBy("controller_runtime_reconcile_errors_total", "controller"),
+		reconcileSeconds: final.SumBy("controller_runtime_reconcile_time_seconds_sum", "controller"),
+		requests:         final.SumBy("rest_client_requests_total", "method", "code"),
 	}
 	return nil
 }
 
 // recordManagerCalls counts the manager's requests from the audit log.
 func (b *bench) recordManagerCalls(managerStart, lastDone, steadyFrom, steadyTo, quietAt time.Time) error {
-	events, err := audit.Read(b.cp.auditLog)
+	events, err := framework.ReadAuditLog(b.cp.auditLog)
 	if err != nil {
 		return err
 	}

@@ -17,16 +17,10 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // Identities on the control plane: each writer has its own, so the audit log
@@ -36,13 +30,10 @@ const (
 	floorUser   = "bench-floor"
 )
 
-// controlPlane is kube-apiserver and etcd with every CRD, as test/envtest
-// starts them, plus an audit log of what the manager and the floor do.
+// controlPlane is the framework's control plane with an audit log of what
+// the manager and the floor do, and their identities.
 type controlPlane struct {
-	env *ctrlenvtest.Environment
-	// admin creates the fleet and runs the IPAM stand-in, unthrottled.
-	admin       client.Client
-	adminConfig *rest.Config
+	*framework.ControlPlane
 	// managerKubeConfig is the manager process's identity.
 	managerKubeConfig []byte
 	// floorConfig is the floor's identity, with the manager's rate limits.
@@ -51,36 +42,15 @@ type controlPlane struct {
 	version     string
 }
 
-// startControlPlane starts a fresh control plane whose audit files live in dir.
-func startControlPlane(dir string, limits clientLimits) (*controlPlane, error) {
-	root := envtest.RepoRoot()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin", "k8s")) //nolint:errcheck // envtest reads it
-	}
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+// startControlPlane starts a fresh control plane whose audit log is in dir.
+func startControlPlane(auditLog string, limits clientLimits) (*controlPlane, error) {
+	started, err := framework.StartControlPlane(framework.StartControlPlaneInput{AuditPolicy: auditPolicy, AuditLog: auditLog})
+	if err != nil {
 		return nil, err
 	}
-	cp := &controlPlane{auditLog: filepath.Join(dir, "audit.log")}
-	cp.env = &ctrlenvtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "config", "crd", "upstream"),
-		},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                envtest.Scheme(),
-	}
-	cp.env.ControlPlane.GetAPIServer().Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", cp.auditLog).
-		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
-	var err error
-	if cp.adminConfig, err = cp.env.Start(); err != nil {
-		return nil, fmt.Errorf("starting the control plane: %w", err)
-	}
+	cp := &controlPlane{ControlPlane: started, auditLog: auditLog}
 	if err := cp.connect(limits); err != nil {
-		_ = cp.env.Stop()
+		_ = cp.Stop()
 		return nil, err
 	}
 	return cp, nil
@@ -88,23 +58,14 @@ func startControlPlane(dir string, limits clientLimits) (*controlPlane, error) {
 
 func (cp *controlPlane) connect(limits clientLimits) error {
 	var err error
-	if cp.admin, err = client.New(cp.adminConfig, client.Options{Scheme: cp.env.Scheme}); err != nil {
+	if _, cp.managerKubeConfig, err = cp.AddUser(managerUser); err != nil {
 		return err
 	}
-	manager, err := cp.env.AddUser(ctrlenvtest.User{Name: managerUser, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
+	if cp.floorConfig, _, err = cp.AddUser(floorUser); err != nil {
 		return err
 	}
-	if cp.managerKubeConfig, err = manager.KubeConfig(); err != nil {
-		return err
-	}
-	floor, err := cp.env.AddUser(ctrlenvtest.User{Name: floorUser, Groups: []string{"system:masters"}},
-		&rest.Config{QPS: float32(limits.qps), Burst: limits.burst})
-	if err != nil {
-		return err
-	}
-	cp.floorConfig = floor.Config()
-	versions, err := discovery.NewDiscoveryClientForConfig(cp.adminConfig)
+	cp.floorConfig.QPS, cp.floorConfig.Burst = float32(limits.qps), limits.burst
+	versions, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {
 		return err
 	}
@@ -118,9 +79,11 @@ func (cp *controlPlane) connect(limits clientLimits) error {
 
 // pids are the control plane's processes, found as children of this one.
 func (cp *controlPlane) pids() map[string]int {
-	return childProcesses("kube-apiserver", "etcd")
-}
-
-func (cp *controlPlane) stop() error {
-	return cp.env.Stop()
+	pids := map[string]int{}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if pid, err := framework.ChildProcess(name); err == nil {
+			pids[name] = pid
+		}
+	}
+	return pids
 }

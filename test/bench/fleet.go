@@ -30,7 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // The fleet: hosts spread over racks, one opted-in Metal3MachineTemplate and
@@ -57,9 +57,7 @@ func hostName(i int) string { return fmt.Sprintf("host-%05d", i) }
 func rackOf(i int) string { return fmt.Sprintf("r%d", i%racks) }
 
 // bootMAC is host i's boot MAC, unique within a namespace.
-func bootMAC(i int) string {
-	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", (i>>16)&0xff, (i>>8)&0xff, i&0xff)
-}
+func (f fleet) bootMAC(i int) string { return fixtures.MAC(f.namespace, 1, i) }
 
 // createTemplates creates the namespace, the two /16 pools, and per rack a
 // Metal3DataTemplate and an opted-in Metal3MachineTemplate.
@@ -124,11 +122,11 @@ func networkDataOf(i int) *capm3.NetworkData { return networkData(i % racks) }
 // labels, a BMC and a boot MAC address.
 func (f fleet) host(i int) *bmov1alpha1.BareMetalHost {
 	name := hostName(i)
-	host := fixtures.Host(f.namespace, name, bootMAC(i), map[string]string{
+	host := fixtures.Host(f.namespace, name, f.bootMAC(i), map[string]string{
 		"rack": rackOf(i), "role": "worker", "site": "fra1",
 		"hardware.example.com/profile": "gen11",
 	})
-	host.Annotations[bootMACAnnotation] = bootMAC(i)
+	host.Annotations[bootMACAnnotation] = f.bootMAC(i)
 	host.Spec.BootMode = bmov1alpha1.UEFI
 	return host
 }
@@ -175,7 +173,7 @@ func (f fleet) createHost(ctx context.Context, c client.Client, i int) (*bmov1al
 	if !f.hardware {
 		return host, nil
 	}
-	host.Status = inspectedStatus(i)
+	host.Status = inspectedStatus(i, f.bootMAC(i))
 	if err := c.Status().Update(ctx, host); err != nil {
 		return nil, fmt.Errorf("writing the status of BareMetalHost %s: %w", host.Name, err)
 	}

@@ -35,7 +35,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // floor does the object writes the controller must do, and nothing else,
@@ -62,7 +62,7 @@ type floor struct {
 }
 
 func newFloor(config *rest.Config, hosts []*bmov1alpha1.BareMetalHost) (*floor, error) {
-	c, err := client.New(config, client.Options{Scheme: envtest.Scheme()})
+	c, err := client.New(config, client.Options{Scheme: framework.Scheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (f *floor) work(ctx context.Context, unclaimed <-chan int) error {
 
 func (f *floor) watch(ctx context.Context, config *rest.Config, namespace string) error {
 	informers, err := cache.New(config, cache.Options{
-		Scheme:            envtest.Scheme(),
+		Scheme:            framework.Scheme(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 	})
 	if err != nil {

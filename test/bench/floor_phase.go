@@ -22,7 +22,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/audit"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // floorPhase registers the same fleet in its own namespace and does its
@@ -66,7 +66,7 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	}
 	registered.done(&b.result.floor, floorStart, lastDone, cpu)
 
-	events, err := audit.Read(b.cp.auditLog)
+	events, err := framework.ReadAuditLog(b.cp.auditLog)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ tsc_adjust tsc_deadline_timer tsc_known_freq umip vme vmx vnmi vpid x2apic xgetb
 
 // inspectedStatus is the status of host i after an inspection: CPU, six
 // NICs (eno1 is the boot NIC), four disks, RAM and firmware.
-func inspectedStatus(i int) bmov1alpha1.BareMetalHostStatus {
+func inspectedStatus(i int, bootMAC string) bmov1alpha1.BareMetalHostStatus {
 	nics := make([]bmov1alpha1.NIC, 0, 6)
 	for n := range 6 {
 		nic := bmov1alpha1.NIC{
@@ -50,7 +50,7 @@ func inspectedStatus(i int) bmov1alpha1.BareMetalHostStatus {
 			},
 		}
 		if n == 0 {
-			nic.MAC, nic.PXE = bootMAC(i), true
+			nic.MAC, nic.PXE = bootMAC, true
 		}
 		nics = append(nics, nic)
 	}

@@ -33,6 +33,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 const (
@@ -63,6 +67,8 @@ type clientLimits struct {
 }
 
 func main() {
+	// The harness logs nothing through controller-runtime but errors.
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
 	cfg := config{}
 	flag.IntVar(&cfg.hosts, "hosts", 1000, "How many hosts to register.")
 	flag.IntVar(&cfg.runs, "runs", 1, "How many runs, each on a fresh control plane.")

@@ -18,29 +18,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // managerProcess is bin/manager running as its own process, as in a
-// cluster, with its own identity, client limits and metrics endpoint.
+// cluster, with its own identity and client limits, and the peaks of its
+// runtime metrics.
 type managerProcess struct {
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	err      error
-	metrics  string
-	logPath  string
-	stopOnce sync.Once
+	*framework.ManagerProcess
 
 	mu   sync.Mutex
 	peak runtimePeak
@@ -85,55 +81,35 @@ func startManager(binary, dir string, kubeConfig []byte, limits clientLimits, en
 	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
 		return nil, err
 	}
-	metricsAddress, err := freeLocalAddress()
-	if err != nil {
-		return nil, err
+	m := &managerProcess{ManagerProcess: &framework.ManagerProcess{
+		Name:    "manager",
+		Binary:  binary,
+		LogPath: filepath.Join(dir, "manager.log"),
+		Args: []string{
+			"--kubeconfig", kubeConfigPath,
+			"--webhook-port=0",
+			"--kube-api-qps=" + strconv.FormatFloat(limits.qps, 'f', -1, 64),
+			"--kube-api-burst=" + strconv.Itoa(limits.burst),
+			"--host-concurrency=" + strconv.Itoa(limits.concurrency),
+		},
+		Env: env,
+	}}
+	if err := m.Start(); err != nil {
+		return nil, errors.Join(err, m.Stop())
 	}
-	m := &managerProcess{
-		metrics: "http://" + metricsAddress + "/metrics",
-		logPath: filepath.Join(dir, "manager.log"),
-		exited:  make(chan struct{}),
-	}
-	logFile, err := os.Create(m.logPath)
-	if err != nil {
-		return nil, err
-	}
-	m.cmd = exec.Command(binary,
-		"--kubeconfig", kubeConfigPath,
-		"--webhook-port=0",
-		"--diagnostics-address="+metricsAddress, "--insecure-diagnostics",
-		"--health-addr=0",
-		"--kube-api-qps="+strconv.FormatFloat(limits.qps, 'f', -1, 64),
-		"--kube-api-burst="+strconv.Itoa(limits.burst),
-		"--host-concurrency="+strconv.Itoa(limits.concurrency),
-	)
-	m.cmd.Env = append(os.Environ(), env...)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	// The manager must never outlive the harness, even when it is killed.
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := m.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		m.err = m.cmd.Wait()
-		logFile.Close()
-		close(m.exited)
-	}()
 	return m, nil
 }
 
-// sampleRuntime records the peaks every interval until ctx ends. The
-// manager may not serve metrics yet at first; those samples are skipped.
+// sampleRuntime records the peaks every interval until ctx ends.
 func (m *managerProcess) sampleRuntime(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		if sample, err := m.scrape(ctx); err == nil {
+		if sample, err := m.Metrics(ctx); err == nil {
 			m.mu.Lock()
-			m.peak.heapAlloc = max(m.peak.heapAlloc, sample.sum("go_memstats_heap_alloc_bytes"))
-			m.peak.heapInuse = max(m.peak.heapInuse, sample.sum("go_memstats_heap_inuse_bytes"))
-			m.peak.goroutines = max(m.peak.goroutines, sample.sum("go_goroutines"))
+			m.peak.heapAlloc = max(m.peak.heapAlloc, sample.Sum("go_memstats_heap_alloc_bytes"))
+			m.peak.heapInuse = max(m.peak.heapInuse, sample.Sum("go_memstats_heap_inuse_bytes"))
+			m.peak.goroutines = max(m.peak.goroutines, sample.Sum("go_goroutines"))
 			m.mu.Unlock()
 		}
 		select {
@@ -150,13 +126,9 @@ func (m *managerProcess) runtimePeak() runtimePeak {
 	return m.peak
 }
 
-func (m *managerProcess) scrape(ctx context.Context) (metrics, error) {
-	return scrapeMetrics(ctx, m.metrics)
-}
-
 // memory is the manager's peak and current resident set, from the kernel.
 func (m *managerProcess) memory() (peak, current float64, err error) {
-	status, err := procStatus(m.cmd.Process.Pid)
+	status, err := procStatus(m.PID())
 	if err != nil {
 		return 0, 0, err
 	}
@@ -165,33 +137,8 @@ func (m *managerProcess) memory() (peak, current float64, err error) {
 
 // running reports an early exit of the manager as an error.
 func (m *managerProcess) running() error {
-	select {
-	case <-m.exited:
-		return fmt.Errorf("the manager exited early (%v); its log: %s", m.err, m.logPath)
-	default:
-		return nil
+	if !m.Running() {
+		return fmt.Errorf("the manager exited early; its log: %s", m.LogPath)
 	}
-}
-
-// stop interrupts the manager, as a Pod's termination would, and kills it
-// if it has not stopped after a grace period. Calling it again does nothing.
-func (m *managerProcess) stop() {
-	m.stopOnce.Do(func() {
-		_ = m.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-m.exited:
-		case <-time.After(15 * time.Second):
-			_ = m.cmd.Process.Kill()
-			<-m.exited
-		}
-	})
-}
-
-func freeLocalAddress() (string, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer listener.Close()
-	return listener.Addr().String(), nil
+	return nil
 }

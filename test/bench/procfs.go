@@ -19,7 +19,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -78,34 +77,6 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, err
 	}
 	return (user + system) / clockTicks, nil
-}
-
-// childProcesses finds this process's children by command name.
-func childProcesses(names ...string) map[string]int {
-	found := map[string]int{}
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	for _, task := range tasks {
-		data, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(data)) {
-			pid, err := strconv.Atoi(field)
-			if err != nil {
-				continue
-			}
-			comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-			if err != nil {
-				continue
-			}
-			for _, name := range names {
-				if strings.TrimSpace(string(comm)) == name {
-					found[name] = pid
-				}
-			}
-		}
-	}
-	return found
 }
 
 // cpuMeter measures the CPU time processes use between two points.

@@ -21,10 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // Namespaces of a run: the controller's fleet and the floor's, the same
@@ -64,15 +67,15 @@ func runOnce(ctx context.Context, cfg config, run int) (runResult, string, error
 
 func (b *bench) run(ctx context.Context) (err error) {
 	progressf("run %d: starting a control plane", b.result.run)
-	if b.cp, err = startControlPlane(b.dir, b.cfg.limits); err != nil {
+	if b.cp, err = startControlPlane(filepath.Join(b.dir, "audit.log"), b.cfg.limits); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, b.cp.stop()) }()
-	stopStandIn, err := startStandIn(ctx, b.cp.adminConfig)
+	defer func() { err = errors.Join(err, b.cp.Stop()) }()
+	standIn, err := framework.StartIPAMStandIn(b.cp.Config)
 	if err != nil {
 		return err
 	}
-	defer stopStandIn()
+	defer func() { err = errors.Join(err, standIn.Stop()) }()
 
 	if err := b.controllerPhase(ctx); err != nil {
 		return err
@@ -155,16 +158,16 @@ type registeredFleet struct {
 // hosts' creation took.
 func (b *bench) registerFleet(ctx context.Context, namespace, purpose string, phase *phaseResult) (registeredFleet, error) {
 	f := fleet{namespace: namespace, hosts: b.cfg.hosts, hardware: b.cfg.scenario == scenarioHardware}
-	if err := f.createTemplates(ctx, b.cp.admin); err != nil {
+	if err := f.createTemplates(ctx, b.cp.Client); err != nil {
 		return registeredFleet{}, err
 	}
-	hostTracker, err := startTracker(ctx, b.cp.adminConfig, f.namespace, f.hosts)
+	hostTracker, err := startTracker(ctx, b.cp.Config, f.namespace, f.hosts)
 	if err != nil {
 		return registeredFleet{}, err
 	}
 	progressf("run %d: registering %d hosts (%s) in %s%s", b.result.run, f.hosts, b.cfg.scenario, f.namespace, purpose)
 	start := time.Now()
-	hosts, started, err := f.createHosts(ctx, b.cp.admin)
+	hosts, started, err := f.createHosts(ctx, b.cp.Client)
 	if err != nil {
 		return registeredFleet{}, err
 	}

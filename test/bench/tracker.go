@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // tracker watches one namespace and notes when each host is done: unpaused,
@@ -58,7 +58,7 @@ func startTracker(ctx context.Context, config *rest.Config, namespace string, ex
 		allDone: make(chan struct{}),
 	}
 	informers, err := cache.New(config, cache.Options{
-		Scheme:            envtest.Scheme(),
+		Scheme:            framework.Scheme(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

@@ -41,8 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	testenv "github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 // Path is CAPM3's path of the webhook.
@@ -53,22 +51,19 @@ const Path = "/validate-infrastructure-cluster-x-k8s-io-v1beta2-metal3datatempla
 // at config. It returns once the API server calls it; done reports the
 // server's end after ctx is cancelled.
 func Start(ctx context.Context, config *rest.Config, scheme *k8sruntime.Scheme) (done <-chan error, err error) {
-	port, err := testenv.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	// A WebhookInstallOptions of its own, apart from the environment's, so
+	// A WebhookInstallOptions of its own, apart from the control plane's, so
 	// that it serves next to a manager's webhook server without sharing its
-	// port.
+	// port: envtest picks a free one.
 	install := &envtest.WebhookInstallOptions{
 		LocalServingHost:   "127.0.0.1",
-		LocalServingPort:   port,
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{configuration()},
 	}
 	if err := install.PrepWithoutInstalling(); err != nil {
 		return nil, fmt.Errorf("preparing the CAPM3 Metal3DataTemplate webhook stand-in: %w", err)
 	}
-	server := webhook.NewServer(webhook.Options{Host: install.LocalServingHost, Port: port, CertDir: install.LocalServingCertDir})
+	server := webhook.NewServer(webhook.Options{
+		Host: install.LocalServingHost, Port: install.LocalServingPort, CertDir: install.LocalServingCertDir,
+	})
 	server.Register(Path, admission.WithValidator[*capm3.Metal3DataTemplate](scheme, Validator{}))
 	serverDone := make(chan error, 1)
 	go func() {

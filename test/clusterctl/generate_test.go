@@ -43,8 +43,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // flavor is what a generated cluster of one flavor must be.
@@ -96,7 +95,7 @@ var flavors = []flavor{{
 // says.
 func TestGeneratedClusters(t *testing.T) {
 	t.Parallel()
-	env, err := envtest.Start()
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
 	_, err = crenvtest.InstallCRDs(env.Config, crenvtest.CRDInstallOptions{
@@ -165,14 +164,14 @@ func generate(ctx context.Context, t *testing.T, flavor string) []*unstructured.
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "cluster.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
-	objects, err := envtest.ReadObjects(file)
+	objects, err := framework.ReadObjects(file)
 	require.NoError(t, err)
 	return objects
 }
 
 // startControllers runs our controllers and the IPAM stand-in until the
 // test ends.
-func startControllers(ctx context.Context, t *testing.T, env *envtest.Environment) {
+func startControllers(ctx context.Context, t *testing.T, env *framework.ControlPlane) {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -183,14 +182,14 @@ func startControllers(ctx context.Context, t *testing.T, env *envtest.Environmen
 	require.NoError(t, err)
 	require.NoError(t, controllers.Setup(ctx, mgr, controllers.Options{}))
 	managerCtx, stop := context.WithCancel(ctx)
-	standInDone, err := ipamstandin.Start(managerCtx, env.Config, env.Scheme)
+	standIn, err := framework.StartIPAMStandIn(env.Config)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(managerCtx) }()
 	t.Cleanup(func() {
 		stop()
 		assert.NoError(t, <-done)
-		assert.NoError(t, <-standInDone)
+		assert.NoError(t, standIn.Stop())
 	})
 }
 

@@ -23,10 +23,9 @@ package clusterctl_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 const (
@@ -44,14 +43,14 @@ const (
 var repo *localRepository
 
 func TestMain(m *testing.M) {
-	if kubeconfig := os.Getenv(managerKubeConfigEnv); kubeconfig != "" {
-		os.Exit(runManagerProcess(kubeconfig))
+	if os.Getenv(managerProcessEnv) != "" {
+		os.Exit(runManagerProcess())
 	}
 	os.Exit(runTests(m))
 }
 
 func runTests(m *testing.M) int {
-	if err := useKubeBinaries(); err != nil {
+	if err := framework.UseKubeBinaries(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -66,17 +65,4 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// useKubeBinaries points envtest at bin/k8s unless KUBEBUILDER_ASSETS says
-// otherwise, as test/envtest does.
-func useKubeBinaries() error {
-	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
-		return nil
-	}
-	assets := filepath.Join(envtest.RepoRoot(), "bin", "k8s")
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		return fmt.Errorf("no kube-apiserver in %s and KUBEBUILDER_ASSETS is unset: run `make kube-binaries`", assets)
-	}
-	return os.Setenv("KUBEBUILDER_ASSETS", assets)
 }

@@ -17,21 +17,13 @@ limitations under the License.
 package clusterctl_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
@@ -43,34 +35,39 @@ import (
 
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
-// The test binary runs our controllers as a process of their own when
-// managerKubeConfigEnv names a kubeconfig: a manager per control plane, with
-// controllers.Setup as the binary wires it, its own identity and its own
-// metrics registry (Setup registers our metrics once a process), stopped
-// with SIGTERM as a Pod is.
-const (
-	managerKubeConfigEnv = "PREPROV_TEST_MANAGER_KUBECONFIG"
-	managerMetricsEnv    = "PREPROV_TEST_MANAGER_METRICS"
-	managerProbeEnv      = "PREPROV_TEST_MANAGER_PROBE"
-)
+// The test binary runs our controllers as a process of their own, a
+// framework.ManagerProcess, when managerProcessEnv is set: a manager per
+// control plane, with controllers.Setup as the binary wires it, its own
+// identity and its own metrics registry (Setup registers our metrics once a
+// process), stopped with SIGTERM as a Pod is. It takes the flags of
+// bin/manager that ManagerProcess passes.
+const managerProcessEnv = "PREPROV_TEST_MANAGER"
 
 // runManagerProcess is the manager process's main.
-func runManagerProcess(kubeconfig string) int {
+func runManagerProcess() int {
 	level := zapcore.ErrorLevel
 	if os.Getenv("TEST_VERBOSE") != "" {
 		level = zapcore.DebugLevel
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
-	if err := runManager(kubeconfig); err != nil {
+	flags := flag.NewFlagSet("manager", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "")
+	metrics := flags.String("metrics-bind-address", "0", "")
+	probe := flags.String("health-probe-bind-address", "0", "")
+	if err := flags.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if err := runManager(*kubeconfig, *metrics, *probe); err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		return 1
 	}
 	return 0
 }
 
-func runManager(kubeconfig string) error {
+func runManager(kubeconfig, metrics, probe string) error {
 	ctx := ctrl.SetupSignalHandler()
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -79,8 +76,8 @@ func runManager(kubeconfig string) error {
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Cache:                  controllers.CacheOptions(""),
-		Metrics:                metricsserver.Options{BindAddress: os.Getenv(managerMetricsEnv)},
-		HealthProbeBindAddress: os.Getenv(managerProbeEnv),
+		Metrics:                metricsserver.Options{BindAddress: metrics},
+		HealthProbeBindAddress: probe,
 	})
 	if err != nil {
 		return err
@@ -94,152 +91,52 @@ func runManager(kubeconfig string) error {
 	return mgr.Start(ctx)
 }
 
-// managerProcess is our controllers running in a child process.
-type managerProcess struct {
-	cmd     *exec.Cmd
-	metrics string
-	logPath string
-	exited  chan error
-}
-
 // startManagerProcess starts the controllers against the control plane the
-// kubeconfig reaches and waits until the manager serves /readyz.
-func startManagerProcess(t *testing.T, kubeconfig []byte, name string) *managerProcess {
+// kubeconfig reaches and waits until the manager serves /readyz. It is
+// stopped when the test ends, if the test did not stop it.
+func startManagerProcess(t *testing.T, kubeconfig []byte, name string) *framework.ManagerProcess {
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfigPath, kubeconfig, 0o600))
-	metrics, probe := freeAddress(t), freeAddress(t)
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(),
-		managerKubeConfigEnv+"="+kubeconfigPath, managerMetricsEnv+"="+metrics, managerProbeEnv+"="+probe)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Never outlive the test binary.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	m := &managerProcess{cmd: cmd, metrics: metrics, logPath: logPath, exited: make(chan error, 1)}
-	go func() {
-		m.exited <- cmd.Wait()
-		logFile.Close()
-	}()
+	m := &framework.ManagerProcess{
+		Name:    name,
+		Binary:  os.Args[0],
+		LogPath: filepath.Join(dir, name+".log"),
+		Args:    []string{"--kubeconfig=" + kubeconfigPath},
+		Env:     []string{managerProcessEnv + "=1"},
+	}
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
+		_ = m.Kill()
 		if t.Failed() {
-			m.printLog(t, name)
+			printLog(t, m)
 		}
 	})
-	require.Eventually(t, func() bool {
-		response, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false
-		}
-		response.Body.Close()
-		return response.StatusCode == http.StatusOK
-	}, time.Minute, 100*time.Millisecond, "%s never served /readyz", name)
+	require.NoError(t, m.Start())
 	return m
-}
-
-// stop sends SIGTERM, as the kubelet does to a Pod scaled away, and waits
-// for the manager to finish.
-func (m *managerProcess) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-m.exited:
-		require.NoError(t, err, "the manager did not exit cleanly")
-	case <-time.After(30 * time.Second):
-		t.Fatal("the manager did not stop within 30 s of SIGTERM")
-	}
-}
-
-// scrape reads the manager's metrics: each series ("name{labels}") and its
-// value, in Prometheus' text format.
-func (m *managerProcess) scrape(ctx context.Context) (map[string]float64, error) {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.metrics+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	response, err := http.DefaultClient.Do(request)
-	if err != nil {
-		return nil, err
-	}
-	defer response.Body.Close()
-	series := map[string]float64{}
-	scanner := bufio.NewScanner(response.Body)
-	for scanner.Scan() {
-		line := scanner.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		space := strings.LastIndexByte(line, ' ')
-		if space < 0 {
-			return nil, fmt.Errorf("unreadable metrics line %q", line)
-		}
-		value, err := strconv.ParseFloat(line[space+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("unreadable metrics line %q: %w", line, err)
-		}
-		series[line[:space]] = value
-	}
-	return series, scanner.Err()
 }
 
 // idle reports whether every controller of ours has an empty queue and no
 // reconcile under way, and how many hosts are in each phase.
-func (m *managerProcess) idle(ctx context.Context) (bool, map[string]float64, error) {
-	series, err := m.scrape(ctx)
+func idle(ctx context.Context, m *framework.ManagerProcess) (bool, map[string]float64, error) {
+	metrics, err := m.Metrics(ctx)
 	if err != nil {
 		return false, nil, err
 	}
-	phases := map[string]float64{}
-	seen := 0
-	idle := true
-	for name, value := range series {
-		switch {
-		case strings.HasPrefix(name, "capm3_preprov_hosts{"):
-			phases[labelValue(name, "phase")] += value
-		case strings.HasPrefix(name, "workqueue_depth{"), strings.HasPrefix(name, "controller_runtime_active_workers{"):
-			seen++
-			idle = idle && value == 0
-		}
-	}
-	if seen == 0 {
+	if len(metrics["workqueue_depth"]) == 0 || len(metrics["controller_runtime_active_workers"]) == 0 {
 		return false, nil, errors.New("no workqueue metrics yet")
 	}
-	return idle, phases, nil
+	idle := metrics.Sum("workqueue_depth") == 0 && metrics.Sum("controller_runtime_active_workers") == 0
+	return idle, metrics.SumBy("capm3_preprov_hosts", "phase"), nil
 }
 
-func labelValue(series, label string) string {
-	start := strings.Index(series, label+`="`)
-	if start < 0 {
-		return ""
-	}
-	rest := series[start+len(label)+2:]
-	return rest[:strings.IndexByte(rest, '"')]
-}
-
-func (m *managerProcess) printLog(t *testing.T, name string) {
-	file, err := os.Open(m.logPath)
+func printLog(t *testing.T, m *framework.ManagerProcess) {
+	log, err := os.ReadFile(m.LogPath)
 	if err != nil {
 		return
 	}
-	defer file.Close()
-	log, _ := io.ReadAll(file)
 	if len(log) > 20000 {
 		log = log[len(log)-20000:]
 	}
-	t.Logf("%s's log (%s), last 20000 bytes:\n%s", name, m.logPath, log)
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer listener.Close()
-	return listener.Addr().String()
+	t.Logf("%s's log (%s), last 20000 bytes:\n%s", m.Name, m.LogPath, log)
 }

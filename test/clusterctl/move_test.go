@@ -49,10 +49,8 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/test/audit"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // Identities on both control planes, so their audit logs tell apart what
@@ -98,7 +96,7 @@ const (
 // controlPlane is one management cluster: the API server with an audit log,
 // the garbage collector, and kubeconfigs of our identities.
 type controlPlane struct {
-	env         *envtest.Environment
+	env         *framework.ControlPlane
 	auditLog    string
 	configs     map[string]*rest.Config
 	kubeconfigs map[string][]byte
@@ -129,7 +127,7 @@ func TestMoveKeepsHostsAsTheyAre(t *testing.T) {
 	src := source.env.Client
 	ns := createMovedNamespace(ctx, t, src)
 
-	stopSourceIPAM := startIPAMStandIn(ctx, t, source)
+	stopSourceIPAM := startIPAMStandIn(t, source)
 	defer stopSourceIPAM()
 	sourceManager := startManagerProcess(t, source.kubeconfigs[managerUser], "source-manager")
 	for _, host := range []string{machineTemplateHost, preprovTemplateHost} {
@@ -153,7 +151,7 @@ func TestMoveKeepsHostsAsTheyAre(t *testing.T) {
 	// another namespace. Then it is stopped, so all it wrote is logged.
 	control := createControlNamespace(ctx, t, src)
 	waitForSetUp(ctx, t, src, control, "control-0")
-	sourceManager.stop(t)
+	require.NoError(t, sourceManager.Stop(), "the source manager did not exit cleanly")
 	sourceWrites := writes(t, source.auditLog, managerUser, ns, moveStart, time.Now())
 	assert.Empty(t, sourceWrites, "our controller on the source wrote to the namespace clusterctl was moving")
 	assert.Empty(t, namespaceContents(ctx, t, src, ns), "left on the source")
@@ -181,12 +179,12 @@ func TestMoveKeepsHostsAsTheyAre(t *testing.T) {
 
 	// IPAM on the target first gives every claim back its address (from the
 	// IPAddress objects, by claim name), then our controller starts.
-	stopTargetIPAM := startIPAMStandIn(ctx, t, target)
+	stopTargetIPAM := startIPAMStandIn(t, target)
 	defer stopTargetIPAM()
 	waitForClaimAddresses(ctx, t, dst, ns, before.claimAddresses)
 	adoptStart := time.Now()
 	targetManager := startManagerProcess(t, target.kubeconfigs[managerUser], "target-manager")
-	defer targetManager.stop(t)
+	defer func() { assert.NoError(t, targetManager.Stop(), "the target manager did not exit cleanly") }()
 	waitUntilSettled(ctx, t, targetManager, 2)
 	waitForTemplateStatus(ctx, t, dst, ns, 1)
 	t.Logf("our controller on the target settled %s after its start", time.Since(adoptStart).Round(time.Millisecond))
@@ -233,19 +231,16 @@ func TestMoveKeepsHostsAsTheyAre(t *testing.T) {
 func startManagementCluster(t *testing.T, name string) *controlPlane {
 	t.Helper()
 	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	require.NoError(t, os.WriteFile(policy, []byte(moveAuditPolicy), 0o600))
 	cp := &controlPlane{
 		auditLog: filepath.Join(dir, "audit.log"),
 		configs:  map[string]*rest.Config{}, kubeconfigs: map[string][]byte{},
 	}
-	env, err := envtest.Start(envtest.WithAuditLog(policy, cp.auditLog))
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{
+		AuditPolicy: moveAuditPolicy, AuditLog: cp.auditLog, GarbageCollector: true,
+	})
 	require.NoError(t, err, "starting the %s control plane", name)
 	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
 	cp.env = env
-	gc, err := env.StartGarbageCollector()
-	require.NoError(t, err, "starting the %s garbage collector", name)
-	t.Cleanup(func() { assert.NoError(t, gc.Stop()) })
 	labelCRDsForMove(t, env.Client)
 	for _, user := range []string{managerUser, ipamUser, clusterctlUser} {
 		config, kubeconfig, err := env.AddUser(user)
@@ -329,7 +324,7 @@ func createMovedNamespace(ctx context.Context, t *testing.T, c client.Client) st
 	machineTemplate := fixtures.MachineTemplate(ns.Name, "workers", "pooled", map[string]string{"role": "worker"})
 	machineTemplate.OwnerReferences = ownedByCluster
 	objects := []client.Object{
-		pool, dataTemplate, machineTemplate, preprovisioningTemplate(ns.Name, "rack-r1", "r1"),
+		pool, dataTemplate, machineTemplate, fixtures.PreprovisioningTemplate(ns.Name, "rack-r1", map[string]string{"rack": "r1"}, fixtures.PoolNetworkData(poolName)),
 		fixtures.Host(ns.Name, machineTemplateHost, "52:54:00:aa:00:01", map[string]string{"role": "worker"}),
 		fixtures.Host(ns.Name, preprovTemplateHost, "52:54:00:aa:00:02", map[string]string{"rack": "r1"}),
 		fixtures.Host(ns.Name, sparePausedHost, "52:54:00:aa:00:03", map[string]string{"rack": "r2"}),
@@ -354,22 +349,12 @@ func createControlNamespace(ctx context.Context, t *testing.T, c client.Client) 
 	require.NoError(t, c.Create(ctx, ns))
 	for _, obj := range []client.Object{
 		fixtures.Pool(ns.Name, poolName, "198.51.100.10", "198.51.100.20", "198.51.100.1"),
-		preprovisioningTemplate(ns.Name, "control", "control"),
+		fixtures.PreprovisioningTemplate(ns.Name, "control", map[string]string{"rack": "control"}, fixtures.PoolNetworkData(poolName)),
 		fixtures.Host(ns.Name, "control-0", "52:54:00:bb:00:01", map[string]string{"rack": "control"}),
 	} {
 		require.NoError(t, c.Create(ctx, obj), "creating %T %s", obj, obj.GetName())
 	}
 	return ns.Name
-}
-
-func preprovisioningTemplate(namespace, name, rack string) *preprovv1.Metal3PreprovisioningTemplate {
-	return &preprovv1.Metal3PreprovisioningTemplate{
-		ObjectMeta: metaIn(namespace, name),
-		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
-			HostSelector: capm3.HostSelector{MatchLabels: map[string]string{"rack": rack}},
-			NetworkData:  fixtures.PoolNetworkData(poolName),
-		},
-	}
 }
 
 // bmcSecret is a host's BMC credentials as BMO holds them: labelled for its
@@ -388,15 +373,11 @@ func bmcSecret(host *bmov1alpha1.BareMetalHost) *corev1.Secret {
 }
 
 // startIPAMStandIn runs Metal3 IPAM's stand-in as its own identity.
-func startIPAMStandIn(ctx context.Context, t *testing.T, cp *controlPlane) func() {
+func startIPAMStandIn(t *testing.T, cp *controlPlane) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	done, err := ipamstandin.Start(ctx, cp.configs[ipamUser], cp.env.Scheme)
+	standIn, err := framework.StartIPAMStandIn(cp.configs[ipamUser])
 	require.NoError(t, err)
-	return func() {
-		cancel()
-		assert.NoError(t, <-done)
-	}
+	return func() { assert.NoError(t, standIn.Stop()) }
 }
 
 // waitForSetUp waits until a host is unpaused and points at its Secret, each
@@ -444,10 +425,10 @@ func waitForClaimAddresses(ctx context.Context, t *testing.T, c client.Client, n
 
 // waitUntilSettled waits until the manager's queues are empty, nothing is
 // being reconciled, and it counts this many hosts as Ready.
-func waitUntilSettled(ctx context.Context, t *testing.T, m *managerProcess, ready float64) {
+func waitUntilSettled(ctx context.Context, t *testing.T, m *framework.ManagerProcess, ready float64) {
 	t.Helper()
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
-		idle, phases, err := m.idle(ctx)
+		idle, phases, err := idle(ctx, m)
 		require.NoError(collect, err)
 		require.True(collect, idle, "queues not empty")
 		require.Equal(collect, ready, phases[string(baremetal.PhaseReady)], "hosts by phase: %v", phases)
@@ -626,11 +607,11 @@ func namespaceContents(ctx context.Context, t *testing.T, c client.Client, names
 // "verb resource[/subresource] name (code)".
 func writes(t *testing.T, auditLog, user, namespace string, from, to time.Time) []string {
 	t.Helper()
-	events, err := audit.Read(auditLog)
+	events, err := framework.ReadAuditLog(auditLog)
 	require.NoError(t, err)
 	var found []string
 	for _, event := range events {
-		if event.User.Username != user || !audit.IsWriteVerb(event.Verb) || event.ObjectRef == nil ||
+		if event.User.Username != user || !framework.IsWriteVerb(event.Verb) || event.ObjectRef == nil ||
 			event.ObjectRef.Namespace != namespace || event.RequestReceived.Before(from) || !event.RequestReceived.Before(to) {
 			continue
 		}

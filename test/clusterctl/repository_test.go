@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // localRepository is a clusterctl repository on disk, laid out as
@@ -42,7 +42,7 @@ type localRepository struct {
 }
 
 func buildLocalRepository(dir string) (*localRepository, error) {
-	root := envtest.RepoRoot()
+	root := framework.RepoRoot()
 	clusterctl, err := clusterctlBinary(root)
 	if err != nil {
 		return nil, err

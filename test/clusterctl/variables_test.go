@@ -29,7 +29,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // dhcplessVariables are the variables of the dhcpless flavor; the
@@ -52,7 +52,7 @@ var (
 var optionalVariable = regexp.MustCompile(`(?m)^\s+- (\w+)\s+\(defaults to (.*)\)$`)
 
 func TestListVariables(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "docs", "clusterctl.md"))
+	doc, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "clusterctl.md"))
 	require.NoError(t, err)
 	for flavor, want := range map[string][]string{
 		"dhcpless":         dhcplessVariables,

@@ -32,6 +32,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // APIServerRestartSpec: kube-apiserver crashes and restarts while
@@ -72,8 +73,8 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c, local := input.Cluster, input.Cluster.Local
 		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", 30)
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 
 		By(fmt.Sprintf("Registering the claims of an earlier fleet: %d hosts with %d claims each", fleetHosts, fleetClaimsPerHost))
 		c.registerFleetClaims(ctx, namespace, fleetHosts, fleetClaimsPerHost)
@@ -98,7 +99,7 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 		By("Killing kube-apiserver with SIGKILL, and starting it again 2 s later on the same port, certificates and etcd")
 		restarted := time.Now()
-		before, after, err := local.CrashAPIServer(apiServerDown)
+		before, after, err := local.ControlPlane.CrashAPIServer(apiServerDown)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after).To(Equal(before), "kube-apiserver came back on another port")
 		GinkgoWriter.Printf("kube-apiserver was restarted in %s\n", time.Since(restarted))

@@ -22,7 +22,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/audit"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // auditPolicy records every request of a ServiceAccount identity (the
@@ -41,11 +41,11 @@ rules:
 `
 
 // auditEvent is an audit log event, with what the specs ask of it.
-type auditEvent struct{ audit.Event }
+type auditEvent struct{ framework.AuditEvent }
 
 // isWrite is a write that reached an object.
 func (e auditEvent) isWrite() bool {
-	return audit.IsWriteVerb(e.Verb) && e.ObjectRef != nil
+	return framework.IsWriteVerb(e.Verb) && e.ObjectRef != nil
 }
 
 // succeeded is a request the API server did not refuse.
@@ -69,7 +69,7 @@ func (e auditEvent) labelSelector() string {
 
 // readAuditLog reads the audit log while the API server writes it.
 func readAuditLog(path string) ([]auditEvent, error) {
-	read, err := audit.Read(path)
+	read, err := framework.ReadAuditLog(path)
 	if err != nil {
 		return nil, err
 	}

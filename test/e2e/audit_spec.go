@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // ManagerAuditSpec checks, from the API server's audit log, what the
@@ -61,8 +62,8 @@ func ManagerAuditSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(local.Manager.Start()).To(Succeed())
 
 		By("Setting hosts up next to their BMC credentials Secrets and an unrelated Secret")
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 		c.create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "unrelated", Labels: map[string]string{"app": "other"}},

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // The install of config/default: the manager's namespace, ServiceAccount
@@ -43,11 +43,7 @@ const (
 
 // managerUser is the user name of the manager's ServiceAccount, the subject
 // of the ClusterRoleBinding of config/default.
-var managerUser = serviceAccountUser(managerNamespace, managerServiceAccount)
-
-func serviceAccountUser(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
-}
+var managerUser = framework.ServiceAccountUser(managerNamespace, managerServiceAccount)
 
 // Cluster is what the specs run against, like Cluster API's ClusterProxy.
 type Cluster struct {
@@ -75,7 +71,7 @@ func ConnectToExistingCluster(kubeconfig string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig of the existing cluster: %w", err)
 	}
-	c, err := client.NewWithWatch(config, client.Options{Scheme: envtest.Scheme()})
+	c, err := client.NewWithWatch(config, client.Options{Scheme: framework.Scheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // Flags, prefixed e2e. as in Cluster API's test framework.
@@ -54,9 +54,9 @@ func init() {
 		"Run against the cluster of -e2e.kubeconfig, where clusterctl installed CAPM3, BMO, Metal3 IPAM and capm3-preprov, "+
 			"instead of starting a local control plane; the specs that kill local processes are skipped.")
 	flag.StringVar(&kubeconfigPath, "e2e.kubeconfig", "", "The kubeconfig of the existing cluster (default: $KUBECONFIG or ~/.kube/config).")
-	flag.StringVar(&managerBinary, "e2e.manager", filepath.Join(envtest.RepoRoot(), "bin", "manager"),
+	flag.StringVar(&managerBinary, "e2e.manager", filepath.Join(framework.RepoRoot(), "bin", "manager"),
 		"The manager binary the local mode runs (go build -o bin/manager .).")
-	flag.StringVar(&artifactFolder, "e2e.artifacts-folder", filepath.Join(envtest.RepoRoot(), "out", "e2e"),
+	flag.StringVar(&artifactFolder, "e2e.artifacts-folder", filepath.Join(framework.RepoRoot(), "out", "e2e"),
 		"Where the manager logs, the kube-apiserver log and audit log, and the installed manifests are written.")
 }
 

@@ -21,7 +21,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -33,66 +32,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
-// The two pools most specs use: every host gets an address on its
-// provisioning network (boot NIC, default route) and on its storage network.
-const (
-	provisioningPool = "provisioning"
-	storagePool      = "storage"
-	// storageMACAnnotation carries the MAC of a host's storage NIC: before
-	// inspection a second NIC's MAC can only come from the host's metadata.
-	storageMACAnnotation = "e2e.metal3.io/storage-mac"
-)
-
-var bothPools = []string{provisioningPool, storagePool}
-
-// newPools are the provisioning and storage pools of a namespace, 241
-// addresses each.
-func newPools(namespace string) []client.Object {
-	return []client.Object{
-		fixtures.Pool(namespace, provisioningPool, "192.168.10.10", "192.168.10.250", "192.168.10.1"),
-		fixtures.Pool(namespace, storagePool, "192.168.20.10", "192.168.20.250", "192.168.20.1"),
-	}
-}
-
-// sizedPools are the provisioning and storage pools of a namespace with
-// size addresses each.
-func sizedPools(namespace string, size int) []client.Object {
-	last := fmt.Sprintf("%d", 10+size-1)
-	return []client.Object{
-		fixtures.Pool(namespace, provisioningPool, "192.168.10.10", "192.168.10."+last, "192.168.10.1"),
-		fixtures.Pool(namespace, storagePool, "192.168.20.10", "192.168.20."+last, "192.168.20.1"),
-	}
-}
-
-// twoPoolNetworkData is a provisioning link (the boot NIC) with its address,
-// default route and DNS from the provisioning pool, and a storage link (MAC
-// from the host's annotation) with its address from the storage pool.
-func twoPoolNetworkData() *capm3.NetworkData {
-	networkData := fixtures.PoolNetworkData(provisioningPool)
-	networkData.Links.Ethernets = append(networkData.Links.Ethernets, capm3.NetworkDataLinkEthernet{
-		Type: "phy", Id: "enp2s0", MTU: 9000,
-		MACAddress: &capm3.NetworkLinkEthernetMac{FromAnnotation: capm3.NetworkLinkEthernetMacFromAnnotation{
-			Object: "baremetalhost", Annotation: storageMACAnnotation,
-		}},
-	})
-	networkData.Networks.IPv4 = append(networkData.Networks.IPv4, capm3.NetworkDataIPv4{
-		ID: "storage", Link: "enp2s0", IPAddressFromIPPool: storagePool,
-	})
-	return networkData
-}
-
-// hostMAC is a locally administered MAC, unique per namespace (on an
-// existing cluster BMO sees every spec's hosts), NIC number and host index.
-func hostMAC(namespace string, nic, index int) string {
-	hash := fnv.New32a()
-	hash.Write([]byte(namespace))
-	sum := hash.Sum32()
-	return fmt.Sprintf("52:%02x:%02x:%02x:%02x:%02x", nic, byte(sum>>8), byte(sum), byte(index>>8), byte(index))
-}
+var bothPools = []string{fixtures.ProvisioningPool, fixtures.StoragePool}
 
 // registration is a host as a user registers it, with its BMC credentials
 // Secret (which the manager must never read).
@@ -107,17 +50,13 @@ func (r registration) objects() []client.Object {
 }
 
 // newHost registers a host for preprovisioning: paused with our value, with
-// its boot MAC and its storage MAC annotation.
+// its boot MAC and its storage MAC annotation (fixtures.TwoPoolNetworkData).
 func newHost(namespace, name string, index int, labels map[string]string) registration {
-	host := fixtures.Host(namespace, name, hostMAC(namespace, 1, index), labels)
-	host.Annotations[storageMACAnnotation] = hostMAC(namespace, 2, index)
+	host := fixtures.Host(namespace, name, fixtures.MAC(namespace, 1, index), labels)
+	host.Annotations[fixtures.StorageMACAnnotation] = fixtures.MAC(namespace, 2, index)
 	// BMC addresses are unique on a cluster, like the hosts they manage.
 	host.Spec.BMC.Address = "redfish-virtualmedia+https://192.0.2.1:8000/redfish/v1/Systems/" + namespace + "-" + name
-	credentials := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: host.Spec.BMC.CredentialsName},
-		StringData: map[string]string{"username": "admin", "password": "password"},
-	}
-	return registration{Host: host, Credentials: credentials}
+	return registration{Host: host, Credentials: fixtures.BMCCredentials(host)}
 }
 
 // hostNames are prefix-0 .. prefix-(n-1).
@@ -137,18 +76,6 @@ func newHosts(namespace string, names []string, first int, labels map[string]str
 		objects = append(objects, newHost(namespace, name, first+i, labels).objects()...)
 	}
 	return objects
-}
-
-// preprovisioningTemplate is a Metal3PreprovisioningTemplate with inline
-// network data.
-func preprovisioningTemplate(namespace, name string, selector map[string]string, networkData *capm3.NetworkData) *preprovv1.Metal3PreprovisioningTemplate {
-	return &preprovv1.Metal3PreprovisioningTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
-			HostSelector: capm3.HostSelector{MatchLabels: selector},
-			NetworkData:  networkData,
-		},
-	}
 }
 
 // machineTemplate is an opted-in Metal3MachineTemplate and its

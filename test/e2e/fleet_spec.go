@@ -31,7 +31,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // FleetSpecInput sizes the fleet.
@@ -77,14 +77,14 @@ func FleetSpec(ctx context.Context, inputGetter func() FleetSpecInput) {
 		By("Creating the templates and pools")
 		badMACData := fixtures.StaticNetworkData()
 		badMACData.Links.Ethernets[0].MACAddress = &capm3.NetworkLinkEthernetMac{
-			FromAnnotation: capm3.NetworkLinkEthernetMacFromAnnotation{Object: "baremetalhost", Annotation: storageMACAnnotation},
+			FromAnnotation: capm3.NetworkLinkEthernetMacFromAnnotation{Object: "baremetalhost", Annotation: fixtures.StorageMACAnnotation},
 		}
 		c.create(ctx,
 			fixtures.Pool(namespace, "fleet-a", "192.168.40.10", "192.168.40.250", "192.168.40.1"),
 			fixtures.Pool(namespace, "fleet-b", "192.168.41.10", "192.168.41.250", "192.168.41.1"),
-			preprovisioningTemplate(namespace, "rack-a", fleetLabels(goodA), fixtures.PoolNetworkData("fleet-a")),
-			preprovisioningTemplate(namespace, "missing-pool", fleetLabels(missingPool), fixtures.PoolNetworkData("absent")),
-			preprovisioningTemplate(namespace, "bad-mac", fleetLabels(badMAC), badMACData),
+			fixtures.PreprovisioningTemplate(namespace, "rack-a", fleetLabels(goodA), fixtures.PoolNetworkData("fleet-a")),
+			fixtures.PreprovisioningTemplate(namespace, "missing-pool", fleetLabels(missingPool), fixtures.PoolNetworkData("absent")),
+			fixtures.PreprovisioningTemplate(namespace, "bad-mac", fleetLabels(badMAC), badMACData),
 		)
 		c.create(ctx, machineTemplate(namespace, "workers", fleetLabels(goodB), fixtures.PoolNetworkData("fleet-b"))...)
 		c.create(ctx, machineTemplate(namespace, "conflicting", map[string]string{"conflict": "yes"}, fixtures.StaticNetworkData())...)
@@ -97,7 +97,7 @@ func FleetSpec(ctx context.Context, inputGetter func() FleetSpecInput) {
 			registered := newHost(namespace, name, i, fleetLabels(role))
 			switch role {
 			case badMAC:
-				registered.Host.Annotations[storageMACAnnotation] = "not-a-mac"
+				registered.Host.Annotations[fixtures.StorageMACAnnotation] = "not-a-mac"
 			case conflicting:
 				// Selected by rack-a and by the conflicting Metal3MachineTemplate.
 				registered.Host.Labels = map[string]string{"fleet": string(goodA), "conflict": "yes"}
@@ -115,7 +115,7 @@ func FleetSpec(ctx context.Context, inputGetter func() FleetSpecInput) {
 				expectEventIn(g, events, name, corev1.EventTypeWarning, baremetal.ReasonIPClaimFailed, `IPPool "absent" does not exist`)
 			}
 			for _, name := range hosts[badMAC] {
-				expectEventIn(g, events, name, corev1.EventTypeWarning, baremetal.ReasonRenderFailed, storageMACAnnotation, "not a MAC address")
+				expectEventIn(g, events, name, corev1.EventTypeWarning, baremetal.ReasonRenderFailed, fixtures.StorageMACAnnotation, "not a MAC address")
 			}
 			for _, name := range hosts[conflicting] {
 				expectEventIn(g, events, name, corev1.EventTypeWarning, baremetal.ReasonTemplateConflict,

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // deletionPoint is when a host is deleted while the manager works on it.
@@ -98,8 +99,8 @@ func HostDeletionAtEachStepSpec(ctx context.Context, inputGetter func() SpecInpu
 		// after the deletions can only be set up if every address of the
 		// deleted hosts was released.
 		size := len(doomedNames) + len(survivors)
-		c.create(ctx, sizedPools(namespace, size)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, size)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 
 		By("Watching claims, IPAddresses and Secrets to delete each host at its point")
 		deleter := c.deleteHostsAt(ctx, namespace, doomed)

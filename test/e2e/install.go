@@ -22,14 +22,12 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // fieldOwner is the suite's server-side apply field manager.
@@ -40,27 +38,12 @@ const fieldOwner = "capm3-preprov-e2e"
 // and the suite issues the webhook's serving certificate itself.
 var needsPods = map[string]bool{"Deployment": true, "Service": true, "Certificate": true, "Issuer": true}
 
-// kustomizeBuild runs bin/kustomize on a folder of config/ and reads the
-// objects; the output is kept in the artifacts folder as <name>.yaml.
-func kustomizeBuild(folder, artifactFolder, name string) ([]*unstructured.Unstructured, error) {
-	root := envtest.RepoRoot()
-	out, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "config", folder)).Output()
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build config/%s: %w", folder, err)
-	}
-	file := filepath.Join(artifactFolder, name+".yaml")
-	if err := os.WriteFile(file, out, 0o644); err != nil {
-		return nil, err
-	}
-	return envtest.ReadObjects(file)
-}
-
 // installDefaultConfig installs what users get from config/default: our CRD
 // (already there: applied anyway, it must apply cleanly), the Namespace,
 // ServiceAccount, RBAC and the webhook configurations, pointed at the local
 // manager's webhook server with the suite's CA.
 func installDefaultConfig(ctx context.Context, c client.Client, artifactFolder string, webhookPort int, caPEM []byte) error {
-	objects, err := kustomizeBuild("default", artifactFolder, "config-default")
+	objects, err := framework.KustomizeBuild("default", filepath.Join(artifactFolder, "config-default.yaml"))
 	if err != nil {
 		return err
 	}

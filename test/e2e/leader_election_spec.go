@@ -28,13 +28,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // standbyServiceAccount is the identity of the second manager: its own, so
 // the audit log tells the two managers' requests apart.
 const standbyServiceAccount = "capm3-preprov-manager-standby"
 
-var standbyUser = serviceAccountUser(managerNamespace, standbyServiceAccount)
+var standbyUser = framework.ServiceAccountUser(managerNamespace, standbyServiceAccount)
 
 // LeaderElectionSpec: two managers run with leader election, as two
 // replicas of the Deployment would. Only the leader writes; when it is
@@ -55,14 +58,14 @@ func LeaderElectionSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c, local := input.Cluster, input.Cluster.Local
 		workers := map[string]string{"role": "worker"}
 		first, pending := hostNames("first", 4), hostNames("pending", 4)
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 
 		By("Starting a second manager with an identity of its own, bound to the same roles")
 		kubeconfig := c.bindStandbyIdentity(ctx)
 		standby := local.NewManagerProcess("manager-standby", kubeconfig,
 			"--webhook-port=0", "--leader-elect", "--leader-election-namespace="+managerNamespace)
-		managers := map[string]*ManagerProcess{managerUser: local.Manager, standbyUser: standby}
+		managers := map[string]*framework.ManagerProcess{managerUser: local.Manager, standbyUser: standby}
 		since := time.Now()
 		Expect(standby.Start()).To(Succeed())
 		DeferCleanup(standby.Stop)
@@ -134,7 +137,7 @@ func (c *Cluster) bindStandbyIdentity(ctx context.Context) string {
 			Expect(client.IgnoreNotFound(c.Client.Delete(ctx, obj))).To(Succeed())
 		}
 	})
-	kubeconfig, err := c.Local.ServiceAccountKubeconfig(managerNamespace, standbyServiceAccount)
+	kubeconfig, err := c.Local.ControlPlane.ServiceAccountKubeconfig(managerNamespace, standbyServiceAccount)
 	Expect(err).NotTo(HaveOccurred())
 	return kubeconfig
 }

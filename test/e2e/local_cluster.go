@@ -24,19 +24,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
-	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/capm3-preprov/capm3-preprov/test/capm3webhook"
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
@@ -46,17 +36,13 @@ type LocalClusterInput struct {
 	ArtifactFolder string
 }
 
-// LocalCluster is the local mode: kube-apiserver and etcd with every CRD (as
-// test/envtest starts them, plus an audit log and a certificate folder of
-// our own so the API server can be restarted), the garbage collector, the
-// IPAM stand-in in this process, the manager as its own process, and
-// Ironic's API with cloud-init as the consumers of the hosts' Secrets.
+// LocalCluster is the local mode: the framework's control plane with an
+// audit log, the garbage collector and the CAPM3 webhook stand-in, the IPAM
+// stand-in in this process, the manager as its own process, and Ironic's
+// API with cloud-init as the consumers of the hosts' Secrets.
 type LocalCluster struct {
-	env          *ctrlenvtest.Environment
-	gc           *envtest.GarbageCollector
-	apiserverLog *os.File
-	// dir holds the API server's certificates, the webhook serving
-	// certificates and the kubeconfigs of the manager identities.
+	ControlPlane *framework.ControlPlane
+	// dir holds the webhook serving certificates.
 	dir string
 
 	ManagerBinary  string
@@ -69,13 +55,10 @@ type LocalCluster struct {
 	WebhookPort    int
 	webhookCertDir string
 
-	IPAM *IPAMStandIn
-	// stopCAPM3Webhook stops test/capm3webhook, which stands in for CAPM3's
-	// Metal3DataTemplate webhook.
-	stopCAPM3Webhook func() error
+	IPAM *framework.IPAMStandIn
 	// Manager is bin/manager installed as config/default installs it,
 	// under the identity of its ServiceAccount.
-	Manager *ManagerProcess
+	Manager *framework.ManagerProcess
 	// Consumers hand every set-up host's Secret to Ironic's API and to
 	// cloud-init (consumers.go).
 	Consumers *Consumers
@@ -86,9 +69,6 @@ type LocalCluster struct {
 func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster, err error) {
 	if _, err := os.Stat(input.ManagerBinary); err != nil {
 		return nil, fmt.Errorf("the manager binary: %w (build it with `go build -o bin/manager .`)", err)
-	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(envtest.RepoRoot(), "bin", "k8s")) //nolint:errcheck // envtest reads it
 	}
 	dir, err := os.MkdirTemp("", "capm3-preprov-e2e-")
 	if err != nil {
@@ -121,36 +101,30 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		}
 	}()
 
-	say("Starting a local control plane: kube-apiserver and etcd from $KUBEBUILDER_ASSETS, audit log %s", local.AuditLog)
-	if err := local.startControlPlane(); err != nil {
-		return nil, err
-	}
-	admin, err := client.NewWithWatch(local.env.Config, client.Options{Scheme: local.env.Scheme})
+	say("Starting a local control plane: kube-apiserver and etcd from $KUBEBUILDER_ASSETS, audit log %s; "+
+		"the garbage collector (kube-controller-manager --controllers=garbagecollector): owner references are enforced; "+
+		"CAPM3 is not running here: test/capm3webhook stands in for its Metal3DataTemplate webhook, "+
+		"which refuses any change to a data template's networkData or metaData", local.AuditLog)
+	local.ControlPlane, err = framework.StartControlPlane(framework.StartControlPlaneInput{
+		AuditPolicy:      auditPolicy,
+		AuditLog:         local.AuditLog,
+		APIServerLog:     filepath.Join(input.ArtifactFolder, "kube-apiserver.log"),
+		GarbageCollector: true,
+		CAPM3Webhook:     true,
+	})
 	if err != nil {
 		return nil, err
 	}
+	admin := local.ControlPlane.Client
 	cluster := &Cluster{Client: admin, Local: local, Intervals: localIntervals}
-
-	say("Starting the garbage collector (kube-controller-manager --controllers=garbagecollector): owner references are enforced")
-	local.gc, err = (&envtest.Environment{KubeConfig: local.env.KubeConfig}).StartGarbageCollector()
-	if err != nil {
-		return nil, err
-	}
 
 	say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin runs in this process " +
 		"and allocates addresses by the upstream IPClaim/IPAddress contract")
-	local.IPAM = &IPAMStandIn{Config: local.env.Config, Scheme: local.env.Scheme}
-	if err := local.IPAM.Start(); err != nil {
+	if local.IPAM, err = framework.StartIPAMStandIn(local.ControlPlane.Config); err != nil {
 		return nil, err
 	}
 
-	say("CAPM3: not running here; test/capm3webhook stands in for its Metal3DataTemplate webhook, " +
-		"which refuses any change to a data template's networkData or metaData")
-	if local.stopCAPM3Webhook, err = startCAPM3Webhook(local.env.Config, local.env.Scheme); err != nil {
-		return nil, err
-	}
-
-	if local.WebhookPort, err = envtest.FreePort(); err != nil {
+	if local.WebhookPort, err = framework.FreePort(); err != nil {
 		return nil, err
 	}
 	caPEM, err := writeWebhookServingCerts(local.webhookCertDir)
@@ -163,7 +137,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		return nil, err
 	}
 
-	kubeconfig, err := local.kubeconfigFor(managerUser, managerNamespace)
+	kubeconfig, err := local.ControlPlane.ServiceAccountKubeconfig(managerNamespace, managerServiceAccount)
 	if err != nil {
 		return nil, err
 	}
@@ -184,166 +158,16 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	return cluster, nil
 }
 
-func (l *LocalCluster) startControlPlane() error {
-	policy := filepath.Join(l.dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return err
-	}
-	if err := os.Remove(l.AuditLog); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	certDir := filepath.Join(l.dir, "apiserver")
-	if err := os.Mkdir(certDir, 0o700); err != nil {
-		return err
-	}
-	var err error
-	if l.apiserverLog, err = os.Create(filepath.Join(l.ArtifactFolder, "kube-apiserver.log")); err != nil {
-		return err
-	}
-	root := envtest.RepoRoot()
-	l.env = &ctrlenvtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "config", "crd", "upstream"),
-		},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                envtest.Scheme(),
-	}
-	apiServer := l.env.ControlPlane.GetAPIServer()
-	// A certificate folder of our own survives a stop, so a restarted API
-	// server keeps its serving CA, its port and the client CA every
-	// kubeconfig was issued by (a generated folder is removed on stop).
-	apiServer.CertDir = certDir
-	apiServer.Out, apiServer.Err = l.apiserverLog, l.apiserverLog
-	apiServer.Configure().
-		// A stop (at the end of the suite) drains requests and closes
-		// watches within about 2 s; without it the HTTP server waits up to
-		// --request-timeout (60 s) for the managers' watches.
-		Set("shutdown-send-retry-after", "true").
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", l.AuditLog).
-		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
-	if _, err := l.env.Start(); err != nil {
-		return fmt.Errorf("starting the local control plane: %w", err)
-	}
-	return nil
-}
-
-// kubeconfigFor writes a kubeconfig for a ServiceAccount identity: a client
-// certificate whose user name and groups are those the API server gives the
-// ServiceAccount's tokens, so RBAC bindings to the ServiceAccount apply.
-func (l *LocalCluster) kubeconfigFor(user, namespace string) (string, error) {
-	authenticated, err := l.env.AddUser(ctrlenvtest.User{
-		Name:   user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-	}, nil)
-	if err != nil {
-		return "", err
-	}
-	kubeconfig, err := authenticated.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	path, err := os.CreateTemp(l.dir, "kubeconfig-")
-	if err != nil {
-		return "", err
-	}
-	defer path.Close()
-	_, err = path.Write(kubeconfig)
-	return path.Name(), err
-}
-
-// NewManagerProcess prepares a manager process with its own identity: the
-// ServiceAccount user of kubeconfigFor. Its log is <artifacts>/<name>.log.
-func (l *LocalCluster) NewManagerProcess(name, kubeconfig string, args ...string) *ManagerProcess {
-	return &ManagerProcess{
+// NewManagerProcess prepares bin/manager as a process with its own
+// identity (a kubeconfig of ControlPlane.ServiceAccountKubeconfig). Its log
+// is <artifacts>/<name>.log.
+func (l *LocalCluster) NewManagerProcess(name, kubeconfig string, args ...string) *framework.ManagerProcess {
+	return &framework.ManagerProcess{
 		Name:    name,
+		Binary:  l.ManagerBinary,
 		LogPath: filepath.Join(l.ArtifactFolder, name+".log"),
-		binary:  l.ManagerBinary,
-		args: append([]string{
-			"--kubeconfig=" + kubeconfig,
-			"--diagnostics-address=127.0.0.1:0",
-		}, args...),
+		Args:    append([]string{"--kubeconfig=" + kubeconfig}, args...),
 	}
-}
-
-// ServiceAccountKubeconfig issues a kubeconfig for another ServiceAccount
-// identity, for the specs that run a second manager.
-func (l *LocalCluster) ServiceAccountKubeconfig(namespace, name string) (string, error) {
-	return l.kubeconfigFor(serviceAccountUser(namespace, name), namespace)
-}
-
-// CrashAPIServer kills kube-apiserver with SIGKILL, as a crash or an OOM
-// kill would, leaves it down for a while, as a restarting Pod is, and
-// starts it again on the same port, with the same certificates and etcd.
-// It returns the secure port it listened on before and listens on after.
-func (l *LocalCluster) CrashAPIServer(down time.Duration) (before, after string, err error) {
-	apiServer := l.env.ControlPlane.APIServer
-	before = apiServer.SecureServing.Port
-	pid, err := childProcess("kube-apiserver")
-	if err != nil {
-		return before, "", err
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return before, "", err
-	}
-	if err := waitGone(pid, time.Minute); err != nil {
-		return before, "", err
-	}
-	time.Sleep(down)
-	// envtest has seen its process exit: Stop only marks it stopped.
-	if err := apiServer.Stop(); err != nil {
-		return before, "", fmt.Errorf("marking the killed kube-apiserver stopped: %w", err)
-	}
-	if err := apiServer.Start(); err != nil {
-		return before, "", fmt.Errorf("starting kube-apiserver again: %w", err)
-	}
-	return before, apiServer.SecureServing.Port, nil
-}
-
-// childProcess finds the one child of this process with this command name.
-func childProcess(name string) (int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	var found []int
-	for _, entry := range entries {
-		pid, err := strconv.Atoi(entry.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		open, closing := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		fields := strings.Fields(string(stat)[closing+1:])
-		if string(stat)[open+1:closing] == name && len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-			found = append(found, pid)
-		}
-	}
-	if len(found) != 1 {
-		return 0, fmt.Errorf("found %d child processes named %s, want 1", len(found), name)
-	}
-	return found[0], nil
-}
-
-// waitGone waits until a child process has exited and was reaped.
-func waitGone(pid int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return fmt.Errorf("process %d still there after %s", pid, timeout)
 }
 
 // EnsureRunning starts the IPAM stand-in and the manager again if a spec
@@ -360,48 +184,24 @@ func (l *LocalCluster) EnsureRunning() error {
 	return nil
 }
 
-// Stop stops the managers, the IPAM stand-in, the garbage collector, the
-// control plane and Ironic, and removes the certificates, the kubeconfigs
-// and Ironic's database (its log stays with the artifacts).
+// Stop stops Ironic, the manager, the IPAM stand-in and the control plane,
+// and removes the certificates and Ironic's database (its log stays with
+// the artifacts).
 func (l *LocalCluster) Stop() error {
 	var errs []error
 	if l.Consumers != nil {
 		say("Consumers: %s", l.Consumers.Report())
 		errs = append(errs, l.Consumers.Ironic.Stop())
 	}
-	if l.Manager != nil && l.Manager.Running() {
+	if l.Manager != nil {
 		errs = append(errs, l.Manager.Stop())
 	}
 	if l.IPAM != nil {
 		errs = append(errs, l.IPAM.Stop())
 	}
-	if l.stopCAPM3Webhook != nil {
-		errs = append(errs, l.stopCAPM3Webhook())
-	}
-	if l.gc != nil {
-		errs = append(errs, l.gc.Stop())
-	}
-	if l.env != nil {
-		errs = append(errs, l.env.Stop())
-	}
-	if l.apiserverLog != nil {
-		errs = append(errs, l.apiserverLog.Close())
+	if l.ControlPlane != nil {
+		errs = append(errs, l.ControlPlane.Stop())
 	}
 	errs = append(errs, os.RemoveAll(l.dir))
 	return errors.Join(errs...)
-}
-
-// startCAPM3Webhook serves the CAPM3 webhook stand-in until the returned
-// function is called.
-func startCAPM3Webhook(config *rest.Config, scheme *runtime.Scheme) (func() error, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done, err := capm3webhook.Start(ctx, config, scheme)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	return func() error {
-		cancel()
-		return <-done
-	}, nil
 }

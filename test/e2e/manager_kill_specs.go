@@ -29,6 +29,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // KillAtEachStepSpec: the manager dies between any two steps of a host's
@@ -140,8 +141,8 @@ func KillInFlightSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c, local := input.Cluster, input.Cluster.Local
 		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", hostCount)
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 
 		// steps counts the manager's steps so far: claims, Secrets, patched hosts.

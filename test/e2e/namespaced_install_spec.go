@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // namespacedOverlayNamespace is the namespace config/namespaced installs
@@ -54,7 +57,7 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 	It("sets up the hosts of its namespace with only a Role, and leaves other namespaces alone", func() {
 		c, local := input.Cluster, input.Cluster.Local
 		By("Installing config/namespaced into the tenant's namespace")
-		objects, err := kustomizeBuild("namespaced", local.ArtifactFolder, "config-namespaced")
+		objects, err := framework.KustomizeBuild("namespaced", filepath.Join(local.ArtifactFolder, "config-namespaced.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		var installed []*unstructured.Unstructured
 		for _, obj := range objects {
@@ -74,7 +77,7 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 		By("Stopping the cluster-wide manager, which would serve the tenant's hosts too, and starting the tenant's")
 		Expect(local.Manager.Stop()).To(Succeed())
-		kubeconfig, err := local.ServiceAccountKubeconfig(tenant, managerServiceAccount)
+		kubeconfig, err := local.ControlPlane.ServiceAccountKubeconfig(tenant, managerServiceAccount)
 		Expect(err).NotTo(HaveOccurred())
 		tenantManager := local.NewManagerProcess("manager-namespaced", kubeconfig,
 			"--namespace="+tenant, "--leader-elect", "--webhook-port=0")
@@ -86,8 +89,8 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 		workers := map[string]string{"role": "worker"}
 		tenantHosts := hostNames("worker", 2)
 		for _, namespace := range []string{tenant, other} {
-			c.create(ctx, newPools(namespace)...)
-			c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+			c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+			c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		}
 		c.create(ctx, newHosts(tenant, tenantHosts, 0, workers)...)
 		c.create(ctx, newHost(other, "elsewhere", len(tenantHosts), workers).objects()...)
@@ -99,7 +102,7 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 		By("Checking from the audit log that it stayed in its namespace and RBAC never refused it")
 		events, err := readAuditLog(local.AuditLog)
 		Expect(err).NotTo(HaveOccurred())
-		requests := selectEvents(events, byUser(serviceAccountUser(tenant, managerServiceAccount)), receivedAfter(since))
+		requests := selectEvents(events, byUser(framework.ServiceAccountUser(tenant, managerServiceAccount)), receivedAfter(since))
 		Expect(requests).NotTo(BeEmpty())
 		for _, event := range requests {
 			if event.ObjectRef != nil {

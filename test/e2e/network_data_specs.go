@@ -26,7 +26,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // StaticNetworkDataSpec: a rack whose ramdisk needs no address from a pool
@@ -46,7 +46,7 @@ func StaticNetworkDataSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c := input.Cluster
 		rack := map[string]string{"rack": "r1"}
 		By("Registering a host selected by a Metal3PreprovisioningTemplate with static network data")
-		c.create(ctx, preprovisioningTemplate(namespace, "rack-r1", rack, fixtures.StaticNetworkData()))
+		c.create(ctx, fixtures.PreprovisioningTemplate(namespace, "rack-r1", rack, fixtures.StaticNetworkData()))
 		c.create(ctx, newHost(namespace, "node-0", 0, rack).objects()...)
 
 		By("Waiting for the host to be unpaused with its Secret")
@@ -54,7 +54,7 @@ func StaticNetworkDataSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 		By("Checking the rendered network data and that no IPClaim was made")
 		document := c.networkData(ctx, Default, namespace, "node-0")
-		Expect(document["links"]).To(ConsistOf(HaveKeyWithValue("ethernet_mac_address", hostMAC(namespace, 1, 0))))
+		Expect(document["links"]).To(ConsistOf(HaveKeyWithValue("ethernet_mac_address", fixtures.MAC(namespace, 1, 0))))
 		Expect(document["networks"]).To(ConsistOf(HaveKeyWithValue("type", "ipv6_slaac")))
 		Expect(document["services"]).To(ConsistOf(HaveKeyWithValue("address", "2001:db8::53")))
 		claims := &ipamv1.IPClaimList{}
@@ -82,8 +82,8 @@ func IPAMNetworkDataSpec(ctx context.Context, inputGetter func() SpecInput) {
 		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", 4)
 		By("Registering four hosts selected by an opted-in Metal3MachineTemplate with two pools")
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 
 		By("Waiting for every host to hold one claim per pool, one Secret, and distinct addresses")
@@ -93,8 +93,8 @@ func IPAMNetworkDataSpec(ctx context.Context, inputGetter func() SpecInput) {
 		for i, host := range hosts {
 			document := c.networkData(ctx, Default, namespace, host)
 			Expect(document["links"]).To(ConsistOf(
-				HaveKeyWithValue("ethernet_mac_address", hostMAC(namespace, 1, i)),
-				HaveKeyWithValue("ethernet_mac_address", hostMAC(namespace, 2, i)),
+				HaveKeyWithValue("ethernet_mac_address", fixtures.MAC(namespace, 1, i)),
+				HaveKeyWithValue("ethernet_mac_address", fixtures.MAC(namespace, 2, i)),
 			))
 		}
 	})

@@ -27,7 +27,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // PoolExhaustionSpec: a pool runs out of addresses. The hosts it cannot
@@ -52,8 +52,8 @@ func PoolExhaustionSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c.create(ctx,
 			fixtures.Pool(namespace, "tiny", "192.168.30.10", "192.168.30.12", "192.168.30.1"),
 			fixtures.Pool(namespace, "roomy", "192.168.31.10", "192.168.31.250", "192.168.31.1"),
-			preprovisioningTemplate(namespace, "small-rack", small, fixtures.PoolNetworkData("tiny")),
-			preprovisioningTemplate(namespace, "big-rack", big, fixtures.PoolNetworkData("roomy")),
+			fixtures.PreprovisioningTemplate(namespace, "small-rack", small, fixtures.PoolNetworkData("tiny")),
+			fixtures.PreprovisioningTemplate(namespace, "big-rack", big, fixtures.PoolNetworkData("roomy")),
 		)
 		c.create(ctx, newHosts(namespace, smallHosts, 0, small)...)
 		c.create(ctx, newHosts(namespace, bigHosts, len(smallHosts), big)...)

@@ -27,6 +27,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // secretVerbsAllowed are the only verbs the manager may have on Secrets: it
@@ -138,7 +140,7 @@ func (c *Cluster) managerMay(ctx context.Context, verb, resource, namespace stri
 func (c *Cluster) serviceAccountMay(ctx context.Context, saNamespace, saName, verb, group, resource, namespace string) bool {
 	GinkgoHelper()
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   serviceAccountUser(saNamespace, saName),
+		User:   framework.ServiceAccountUser(saNamespace, saName),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace, Verb: verb, Group: group, Resource: resource,

@@ -34,6 +34,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // hostStep is how far the manager took a host before it stopped: the
@@ -95,8 +96,8 @@ func (c *Cluster) stageHostsAtEachStep(ctx context.Context, namespace string, pe
 		staged.hosts[step] = names
 		return names
 	}
-	c.create(ctx, newPools(namespace)...)
-	c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+	c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+	c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 
 	By("Letting the manager set hosts up, to rewind them to just before their patch")
 	setUp := append(register(stepSecretWritten), register(stepStaleSecret)...)
@@ -127,7 +128,7 @@ func (c *Cluster) stageHostsAtEachStep(ctx context.Context, namespace string, pe
 	By("Stopping IPAM, and claiming for hosts whose claims it has not answered yet")
 	Expect(local.IPAM.Stop()).To(Succeed())
 	for _, name := range register(stepFirstClaim) {
-		c.claimAs(ctx, namespace, name, provisioningPool)
+		c.claimAs(ctx, namespace, name, fixtures.ProvisioningPool)
 	}
 	for _, name := range register(stepClaims) {
 		c.claimAs(ctx, namespace, name, bothPools...)

@@ -30,7 +30,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // pausedByCAPM3 is the pause CAPM3 puts on hosts it manages.
@@ -54,8 +54,8 @@ func ConflictingTemplatesSpec(ctx context.Context, inputGetter func() SpecInput)
 		c := input.Cluster
 		By("Creating two Metal3PreprovisioningTemplates and two Metal3MachineTemplates with overlapping selectors")
 		c.create(ctx,
-			preprovisioningTemplate(namespace, "rack-r1", map[string]string{"rack": "r1"}, fixtures.StaticNetworkData()),
-			preprovisioningTemplate(namespace, "site-a", map[string]string{"site": "a"}, fixtures.StaticNetworkData()),
+			fixtures.PreprovisioningTemplate(namespace, "rack-r1", map[string]string{"rack": "r1"}, fixtures.StaticNetworkData()),
+			fixtures.PreprovisioningTemplate(namespace, "site-a", map[string]string{"site": "a"}, fixtures.StaticNetworkData()),
 		)
 		c.create(ctx, machineTemplate(namespace, "workers", map[string]string{"role": "worker"}, fixtures.StaticNetworkData())...)
 		// Machine templates that would render the same data for a host do
@@ -123,8 +123,8 @@ func PausedBySomeoneElseSpec(ctx context.Context, inputGetter func() SpecInput) 
 	It("leaves a host paused by CAPM3 untouched", func() {
 		c := input.Cluster
 		workers := map[string]string{"role": "worker"}
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		By("Registering a host paused by CAPM3 next to one paused for preprovisioning, both selected")
 		capm3Paused := newHost(namespace, "capm3-paused", 0, workers)
 		capm3Paused.Host.Annotations[preprovv1.PausedAnnotation] = pausedByCAPM3
@@ -158,9 +158,9 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 	It("re-renders the network data in place when a template changes", func() {
 		c := input.Cluster
 		racked, workers := map[string]string{"rack": "r1"}, map[string]string{"role": "worker"}
-		c.create(ctx, newPools(namespace)...)
-		c.create(ctx, preprovisioningTemplate(namespace, "rack-r1", racked, twoPoolNetworkData()))
-		c.create(ctx, machineTemplate(namespace, "workers", workers, twoPoolNetworkData())...)
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		c.create(ctx, fixtures.PreprovisioningTemplate(namespace, "rack-r1", racked, fixtures.TwoPoolNetworkData()))
+		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
 		c.create(ctx, fixtures.MachineDeployment(namespace, "workers", "workers"))
 		c.create(ctx, newHost(namespace, "racked", 0, racked).objects()...)
 		c.create(ctx, newHost(namespace, "worker", 1, workers).objects()...)
@@ -187,7 +187,7 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(c.Client.Patch(ctx, dataTemplate, client.MergeFrom(originalData))).To(MatchError(ContainSubstring("cannot be modified")))
 
 		By("Rolling the MTU out as CAPI does: a new Metal3DataTemplate and Metal3MachineTemplate, the MachineDeployment pointed at them")
-		jumbo := twoPoolNetworkData()
+		jumbo := fixtures.TwoPoolNetworkData()
 		jumbo.Links.Ethernets[0].MTU = 9000
 		c.create(ctx, machineTemplate(namespace, "workers-jumbo", workers, jumbo)...)
 		deployment := &clusterv1.MachineDeployment{}
@@ -235,8 +235,8 @@ func TemplateDeletionSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c := input.Cluster
 		racked := map[string]string{"rack": "r1"}
 		hosts := hostNames("node", 2)
-		c.create(ctx, newPools(namespace)...)
-		template := preprovisioningTemplate(namespace, "rack-r1", racked, twoPoolNetworkData())
+		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
+		template := fixtures.PreprovisioningTemplate(namespace, "rack-r1", racked, fixtures.TwoPoolNetworkData())
 		c.create(ctx, template)
 		c.create(ctx, newHosts(namespace, hosts, 0, racked)...)
 		Eventually(func(g Gomega) { c.expectHostsSetUp(ctx, g, namespace, hosts, bothPools) }).Should(Succeed())

@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // validatingWebhook is the name of our validating webhook in the webhook
@@ -54,7 +54,7 @@ func WebhookSpec(ctx context.Context, inputGetter func() SpecInput) {
 	It("refuses an invalid Metal3PreprovisioningTemplate with every problem, and defaults a valid one", func() {
 		c := input.Cluster
 		By("Creating a template with an empty selector and two network data sources")
-		invalid := preprovisioningTemplate(namespace, "invalid", nil, fixtures.StaticNetworkData())
+		invalid := fixtures.PreprovisioningTemplate(namespace, "invalid", nil, fixtures.StaticNetworkData())
 		invalid.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "workers"}
 		err := c.Client.Create(ctx, invalid)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected an Invalid error, got %v", err)
@@ -66,7 +66,7 @@ func WebhookSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(invalid), invalid))).To(BeTrue())
 
 		By("Creating a valid template with an empty provisionedHostPolicy, as templating tools render an unset value")
-		valid := preprovisioningTemplate(namespace, "valid", map[string]string{"rack": "r1"}, fixtures.StaticNetworkData())
+		valid := fixtures.PreprovisioningTemplate(namespace, "valid", map[string]string{"rack": "r1"}, fixtures.StaticNetworkData())
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(valid)
 		Expect(err).NotTo(HaveOccurred())
 		unstructuredValid := &unstructured.Unstructured{Object: content}

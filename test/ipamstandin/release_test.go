@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ipamstandin
+package ipamstandin_test
 
 import (
 	"context"
@@ -29,8 +29,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
-	"github.com/capm3-preprov/capm3-preprov/test/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
+	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
 )
 
 // The two windows in which the real IPAM leaves an IPAddress behind its
@@ -38,7 +39,7 @@ import (
 // stand-in must do the same, or the tests built on it prove nothing about
 // the real thing.
 func TestAddressesLeftBehindAsIPAMLeavesThem(t *testing.T) {
-	env, err := envtest.Start()
+	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
@@ -48,11 +49,11 @@ func TestAddressesLeftBehindAsIPAMLeavesThem(t *testing.T) {
 		// wantErr is what the reconcile in the window reports, if anything.
 		wantErr string
 		// deleteClaim deletes the claim at the step the window is at.
-		deleteClaim func(r *Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error
+		deleteClaim func(r *ipamstandin.Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error
 	}{{
 		name:    "deleted after its address was created, before its finalizer was written",
 		wantErr: "failed to patch IPClaim host-pool",
-		deleteClaim: func(r *Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error {
+		deleteClaim: func(r *ipamstandin.Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error {
 			r.Client = &deleteClaimOnAddressCreate{Client: c}
 			_, err := r.Reconcile(ctx, request)
 			r.Client = c
@@ -60,7 +61,7 @@ func TestAddressesLeftBehindAsIPAMLeavesThem(t *testing.T) {
 		},
 	}, {
 		name: "deleted and released while the cache had not seen its address",
-		deleteClaim: func(r *Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error {
+		deleteClaim: func(r *ipamstandin.Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error {
 			if _, err := r.Reconcile(ctx, request); err != nil {
 				return err
 			}
@@ -81,7 +82,7 @@ func TestAddressesLeftBehindAsIPAMLeavesThem(t *testing.T) {
 			claim := newClaim(ns.Name, "host-pool")
 			require.NoError(t, env.Client.Create(ctx, claim))
 
-			r := &Reconciler{Client: env.Client}
+			r := &ipamstandin.Reconciler{Client: env.Client}
 			request := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pool)}
 			err := tt.deleteClaim(r, env.Client, request, claim)
 			if tt.wantErr != "" {

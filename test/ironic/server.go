@@ -39,7 +39,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // InstallHint is what a test says when the Debian packages are missing.
@@ -117,7 +117,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 	}()
 
-	port, err := envtest.FreePort()
+	port, err := framework.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package envtest
+package framework
 
 import (
 	"fmt"
@@ -24,24 +24,24 @@ import (
 	"time"
 )
 
-// GarbageCollector is kube-controller-manager running only its garbage
+// garbageCollector is kube-controller-manager running only its garbage
 // collector, which enforces owner references: without it a deleted host
 // keeps its claims and Secret, and deletion tests would prove nothing.
-type GarbageCollector struct {
-	cmd  *exec.Cmd
-	dir  string
-	done chan error
+type garbageCollector struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
-// StartGarbageCollector starts kube-controller-manager from
-// KUBEBUILDER_ASSETS with --controllers=garbagecollector.
-func (e *Environment) StartGarbageCollector() (*GarbageCollector, error) {
-	dir, err := os.MkdirTemp("", "kcm-")
-	if err != nil {
+// startGarbageCollector starts kube-controller-manager from
+// KUBEBUILDER_ASSETS with --controllers=garbagecollector, its files in a
+// folder of the control plane's.
+func startGarbageCollector(controlPlaneDir string, adminKubeConfig []byte) (*garbageCollector, error) {
+	dir := filepath.Join(controlPlaneDir, "kube-controller-manager")
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, e.KubeConfig, 0o600); err != nil {
+	if err := os.WriteFile(kubeconfig, adminKubeConfig, 0o600); err != nil {
 		return nil, err
 	}
 	binary := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
@@ -59,24 +59,19 @@ func (e *Environment) StartGarbageCollector() (*GarbageCollector, error) {
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
+		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
 	}
-	gc := &GarbageCollector{cmd: cmd, dir: dir, done: make(chan error, 1)}
+	gc := &garbageCollector{cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		gc.done <- cmd.Wait()
+		_ = cmd.Wait()
 		logFile.Close()
+		close(gc.exited)
 	}()
 	return gc, nil
 }
 
-// Stop stops kube-controller-manager and removes its files.
-func (g *GarbageCollector) Stop() error {
-	_ = g.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-g.done:
-	case <-time.After(10 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-g.done
-	}
-	return os.RemoveAll(g.dir)
+// stop stops kube-controller-manager.
+func (g *garbageCollector) stop() {
+	stopProcess(g.cmd.Process, os.Interrupt, g.exited, 10*time.Second)
 }

@@ -14,10 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package audit reads the kube-apiserver's audit log (audit.k8s.io/v1
-// events, one JSON object a line), through which the e2e suite and the
-// benchmark see every request the manager makes.
-package audit
+package framework
 
 import (
 	"bufio"
@@ -28,23 +25,26 @@ import (
 	"time"
 )
 
-// Event is the part of an audit.k8s.io/v1 Event the tests read.
-type Event struct {
+// AuditEvent is the part of an audit.k8s.io/v1 Event the tests read: the
+// kube-apiserver's audit log (one JSON object a line) is how the e2e
+// suite, the clusterctl tests and the benchmark see every request the
+// manager makes.
+type AuditEvent struct {
 	Stage      string `json:"stage"`
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	ObjectRef      *ObjectRef `json:"objectRef"`
+	ObjectRef      *AuditObjectRef `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
 }
 
-// ObjectRef is the object a request is about.
-type ObjectRef struct {
+// AuditObjectRef is the object a request is about.
+type AuditObjectRef struct {
 	Resource    string `json:"resource"`
 	Subresource string `json:"subresource"`
 	Namespace   string `json:"namespace"`
@@ -60,10 +60,10 @@ func IsWriteVerb(verb string) bool {
 	return false
 }
 
-// Read reads the audit log at path. The API server appends to it while it
+// ReadAuditLog reads the audit log at path. The API server appends to it while it
 // runs: a last line without its end is left for the next read; any other
 // line that is not an event is an error.
-func Read(path string) ([]Event, error) {
+func ReadAuditLog(path string) ([]AuditEvent, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -71,11 +71,11 @@ func Read(path string) ([]Event, error) {
 	if end := bytes.LastIndexByte(data, '\n'); end+1 < len(data) {
 		data = data[:end+1]
 	}
-	var events []Event
+	var events []AuditEvent
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	scanner.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for scanner.Scan() {
-		var event Event
+		var event AuditEvent
 		if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

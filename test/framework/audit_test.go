@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package audit
+package framework
 
 import (
 	"os"
@@ -25,7 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRead(t *testing.T) {
+func TestReadAuditLog(t *testing.T) {
 	complete := `{"stage":"ResponseComplete","verb":"create","user":{"username":"manager"},` +
 		`"objectRef":{"resource":"ipclaims","namespace":"metal3","name":"node-0-provisioning"},"responseStatus":{"code":201},` +
 		`"requestReceivedTimestamp":"2026-11-30T00:00:00.000000Z"}` + "\n"
@@ -44,7 +44,7 @@ func TestRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.log")
 			require.NoError(t, os.WriteFile(path, []byte(tt.log), 0o600))
-			events, err := Read(path)
+			events, err := ReadAuditLog(path)
 			if tt.wantErr {
 				assert.Error(t, err)
 				return

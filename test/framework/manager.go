@@ -1,5 +1,3 @@
-//go:build e2e
-
 /*
 Copyright The capm3-preprov Authors.
 
@@ -16,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package e2e
+package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,8 +26,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/capm3-preprov/capm3-preprov/test/envtest"
 )
 
 const (
@@ -39,33 +36,47 @@ const (
 	managerStopTimeout = 30 * time.Second
 )
 
-// ManagerProcess is bin/manager running as its own process, as in a Pod:
-// it can be started, stopped (SIGTERM), killed (SIGKILL) and started again.
-// The first start of a suite run truncates its log file, later starts
-// append to it.
+// ManagerProcess is a manager running as its own process, as in a Pod,
+// under an identity of its own (the kubeconfig in Args): bin/manager, or a
+// test binary that runs our controllers when Env tells it to. It can be
+// started, stopped (SIGTERM), killed (SIGKILL) and started again; it never
+// outlives the process that started it. The first start truncates its log
+// file, later starts append to it.
 type ManagerProcess struct {
 	Name    string
+	Binary  string
 	LogPath string
+	// Args are the flags besides the metrics and health probe addresses,
+	// which each start picks afresh.
+	Args []string
+	// Env is added to this process's environment.
+	Env []string
 
-	binary  string
-	args    []string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	started bool
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	exitErr        error
+	metricsAddress string
+	started        bool
 }
 
-// Start starts the process with a fresh health probe port and waits until
-// /readyz answers.
+// Start starts the process with fresh metrics and health probe ports and
+// waits until /readyz answers.
 func (m *ManagerProcess) Start() error {
 	if m.Running() {
 		return fmt.Errorf("%s is already running (pid %d)", m.Name, m.PID())
 	}
-	probePort, err := envtest.FreePort()
+	probePort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := FreePort()
 	if err != nil {
 		return err
 	}
 	probe := fmt.Sprintf("127.0.0.1:%d", probePort)
-	args := append(append([]string{}, m.args...), "--health-probe-bind-address="+probe)
+	m.metricsAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	args := append(append([]string{}, m.Args...),
+		"--diagnostics-address="+m.metricsAddress, "--insecure-diagnostics", "--health-addr="+probe)
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if !m.started {
 		flags |= os.O_TRUNC
@@ -75,19 +86,20 @@ func (m *ManagerProcess) Start() error {
 		return err
 	}
 	m.started = true
-	fmt.Fprintf(logFile, "==> %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.binary, strings.Join(args, " "))
-	cmd := exec.Command(m.binary, args...)
+	fmt.Fprintf(logFile, "==> %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.Binary, strings.Join(args, " "))
+	cmd := exec.Command(m.Binary, args...)
+	cmd.Env = append(os.Environ(), m.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The manager must never outlive the suite.
+	// The manager must never outlive the harness, even when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return fmt.Errorf("starting %s: %w", m.binary, err)
+		return fmt.Errorf("starting %s: %w", m.Binary, err)
 	}
 	exited := make(chan struct{})
 	go func() {
-		waitErr := cmd.Wait()
-		fmt.Fprintf(logFile, "==> %s: pid %d exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, waitErr)
+		m.exitErr = cmd.Wait()
+		fmt.Fprintf(logFile, "==> %s: pid %d exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, m.exitErr)
 		logFile.Close()
 		close(exited)
 	}()
@@ -118,22 +130,19 @@ func (m *ManagerProcess) waitReady(url string) error {
 }
 
 // Stop sends SIGTERM, as a Pod's deletion does (the manager releases its
-// lease), and kills the process if it is still there after a grace period.
+// lease), kills the process if it is still there after a grace period,
+// and returns how it exited.
 func (m *ManagerProcess) Stop() error {
 	if !m.Running() {
 		return nil
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-m.exited:
-		return nil
-	case <-time.After(managerStopTimeout):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
+	if stopProcess(m.cmd.Process, syscall.SIGTERM, m.exited, managerStopTimeout) {
 		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", m.Name, managerStopTimeout)
 	}
+	if m.exitErr != nil {
+		return fmt.Errorf("%s exited on SIGTERM with %w; see %s", m.Name, m.exitErr, m.LogPath)
+	}
+	return nil
 }
 
 // Kill sends SIGKILL: the process gets no chance to finish a step or to
@@ -168,4 +177,9 @@ func (m *ManagerProcess) PID() int {
 		return 0
 	}
 	return m.cmd.Process.Pid
+}
+
+// Metrics scrapes the metrics endpoint of the last start.
+func (m *ManagerProcess) Metrics(ctx context.Context) (Metrics, error) {
+	return ScrapeMetrics(ctx, "http://"+m.metricsAddress+"/metrics")
 }

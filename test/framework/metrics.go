@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package main
+package framework
 
 import (
 	"context"
@@ -25,16 +25,17 @@ import (
 	"strings"
 )
 
-// metrics is one scrape of a Prometheus text endpoint: sample values by
+// Metrics is one scrape of a Prometheus text endpoint: sample values by
 // metric name, each with its labels.
-type metrics map[string][]sample
+type Metrics map[string][]sample
 
 type sample struct {
 	labels map[string]string
 	value  float64
 }
 
-func scrapeMetrics(ctx context.Context, url string) (metrics, error) {
+// ScrapeMetrics reads a metrics endpoint.
+func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -56,8 +57,8 @@ func scrapeMetrics(ctx context.Context, url string) (metrics, error) {
 
 // parseMetrics reads the text exposition format; label values holding
 // commas or braces are not expected from the metrics we read.
-func parseMetrics(text string) metrics {
-	parsed := metrics{}
+func parseMetrics(text string) Metrics {
+	parsed := Metrics{}
 	for line := range strings.Lines(text) {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -93,8 +94,8 @@ func cutLast(s, sep string) (string, string, bool) {
 	return s[:i], s[i+len(sep):], true
 }
 
-// sum adds up every sample of a metric.
-func (m metrics) sum(name string) float64 {
+// Sum adds up every sample of a metric.
+func (m Metrics) Sum(name string) float64 {
 	total := 0.0
 	for _, s := range m[name] {
 		total += s.value
@@ -102,8 +103,8 @@ func (m metrics) sum(name string) float64 {
 	return total
 }
 
-// sumBy adds up a metric's samples by the values of some labels, joined by " ".
-func (m metrics) sumBy(name string, labels ...string) map[string]float64 {
+// SumBy adds up a metric's samples by the values of some labels, joined by " ".
+func (m Metrics) SumBy(name string, labels ...string) map[string]float64 {
 	totals := map[string]float64{}
 	for _, s := range m[name] {
 		values := make([]string, 0, len(labels))

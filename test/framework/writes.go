@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package envtest
+package framework
 
 import (
 	"context"
@@ -38,12 +38,12 @@ type WriteCounter struct {
 
 // NewCountingClient returns a client over the control plane that counts
 // every write into the returned counter.
-func (e *Environment) NewCountingClient() (client.Client, *WriteCounter, error) {
-	inner, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+func (cp *ControlPlane) NewCountingClient() (client.Client, *WriteCounter, error) {
+	inner, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
 	if err != nil {
 		return nil, nil, err
 	}
-	counter := &WriteCounter{scheme: e.Scheme, counts: map[string]int{}}
+	counter := &WriteCounter{scheme: cp.Scheme, counts: map[string]int{}}
 	return interceptor.NewClient(inner, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			counter.add("create", obj)

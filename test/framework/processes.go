@@ -1,0 +1,85 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// stopProcess sends sig to a child process and kills it if it has not
+// exited (exited closed) within grace. It reports whether it had to kill.
+func stopProcess(process *os.Process, sig os.Signal, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = process.Signal(sig)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = process.Kill()
+		<-exited
+		return true
+	}
+}
+
+// ChildProcesses finds this process's children by command name.
+func ChildProcesses(name string) []int {
+	var found []int
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, task := range tasks {
+		data, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(field)
+			if err != nil {
+				continue
+			}
+			comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if err == nil && strings.TrimSpace(string(comm)) == name {
+				found = append(found, pid)
+			}
+		}
+	}
+	return found
+}
+
+// ChildProcess finds the one child of this process with this command name.
+func ChildProcess(name string) (int, error) {
+	found := ChildProcesses(name)
+	if len(found) != 1 {
+		return 0, fmt.Errorf("found %d child processes named %s, want 1", len(found), name)
+	}
+	return found[0], nil
+}
+
+// waitGone waits until a child process has exited and was reaped.
+func waitGone(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("process %d still there after %s", pid, timeout)
+}
