@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 	"github.com/capm3-preprov/capm3-preprov/internal/webhooks"
@@ -55,6 +57,7 @@ type options struct {
 	allMachineTemplates bool
 	poolPreallocations  bool
 	hostConcurrency     int
+	inspectionStall     time.Duration
 	qps                 float64
 	burst               int
 
@@ -110,6 +113,8 @@ func initFlags(fs *pflag.FlagSet, opts *options) {
 	fs.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
 		"Also record each host's addresses in its IPPools' spec.preAllocations (a backstop for the claims); entries are removed when the host is deleted.")
 	fs.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
+	fs.DurationVar(&opts.inspectionStall, "inspection-stall-timeout", baremetal.DefaultInspectionStallTimeout,
+		"How long BMO may keep a host we unpaused registering or inspecting before the host gets a PreprovisioningInspectionStalled Warning.")
 	fs.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
 
@@ -161,6 +166,8 @@ func run(opts options) error {
 		AllMachineTemplates: opts.allMachineTemplates,
 		PoolPreallocations:  opts.poolPreallocations,
 		Host:                controller.Options{MaxConcurrentReconciles: opts.hostConcurrency},
+
+		InspectionStallTimeout: opts.inspectionStall,
 	}); err != nil {
 		return err
 	}
