@@ -101,7 +101,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 
 	say("Starting %s", manager)
 	cmd := exec.CommandContext(ctx, manager, "--kubeconfig", kubeconfig, "--webhook-port=0",
-		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:9440")
+		"--diagnostics-address=127.0.0.1:8080", "--insecure-diagnostics", "--health-addr=127.0.0.1:9440")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second

@@ -55,8 +55,10 @@ func runManagerProcess() int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 	flags := flag.NewFlagSet("manager", flag.ContinueOnError)
 	kubeconfig := flags.String("kubeconfig", "", "")
-	metrics := flags.String("metrics-bind-address", "0", "")
-	probe := flags.String("health-probe-bind-address", "0", "")
+	metrics := flags.String("diagnostics-address", "0", "")
+	// Metrics are plain HTTP here, always.
+	flags.Bool("insecure-diagnostics", true, "")
+	probe := flags.String("health-addr", "0", "")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		return 2
 	}

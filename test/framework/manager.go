@@ -46,8 +46,8 @@ type ManagerProcess struct {
 	Name    string
 	Binary  string
 	LogPath string
-	// Args are the flags besides the metrics and health probe addresses,
-	// which each start picks afresh.
+	// Args are the flags besides the diagnostics (metrics, plain HTTP on
+	// loopback) and health probe addresses, which each start picks afresh.
 	Args []string
 	// Env is added to this process's environment.
 	Env []string
