@@ -2,8 +2,10 @@
 # Installs the Debian packages the tests run as the consumers of what we
 # render: Ironic's API (ironic-api + ironic-conductor, started by the tests as
 # one process on loopback), cloud-init (its net-convert reads network_data the
-# way the deploy ramdisk and the OS do) and python3-jsonschema (Ironic's
-# schema validation).
+# way the deploy ramdisk and the OS do), python3-jsonschema (Ironic's
+# schema validation), and podman with runc, which load and run the manager's
+# image (test/image; runc because crun cannot run containers under a hybrid
+# cgroup v1/v2 layout).
 #
 #   hack/install-packages.sh          install what is missing (root, or sudo)
 #   hack/install-packages.sh --check  only say what is missing; exit 1 if any
@@ -11,7 +13,7 @@
 # Quick when everything is installed: no apt-get at all then.
 set -euo pipefail
 
-packages=(ironic-api ironic-conductor cloud-init python3-jsonschema)
+packages=(ironic-api ironic-conductor cloud-init python3-jsonschema podman runc)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -24,7 +26,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 if [ "${1:-}" = "--check" ]; then
-	echo "missing Debian packages: ${missing[*]}; the tests run Ironic's API and cloud-init from them." >&2
+	echo "missing Debian packages: ${missing[*]}; the tests run Ironic's API, cloud-init and the manager's image with them." >&2
 	echo "install them with: hack/install-packages.sh (as root, or with sudo)" >&2
 	exit 1
 fi
