@@ -18,8 +18,10 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,27 +36,53 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
-// One control plane serves every test: the real kube-apiserver with our CRDs
-// and the webhook configurations of config/webhook, pointed by envtest at a
-// manager that runs only our webhooks.
+// One control plane serves the tests that need the API server: the real
+// kube-apiserver with our CRDs and the webhook configurations of
+// config/webhook, pointed by envtest at a manager that runs only our
+// webhooks. It starts with the first of them (apiClient), so the tests that
+// call the webhooks' rules directly run without bin/k8s, and `go test -short`
+// runs only those.
 var (
 	k8sClient      client.Client
 	restConfig     *rest.Config
 	webhookStarted healthz.Checker
+
+	startSuite sync.Once
+	suiteErr   error
+	stopSuite  func() error
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	code := m.Run()
+	if stopSuite != nil {
+		if err := stopSuite(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
-func runSuite(m *testing.M) int {
+// apiClient starts the suite's control plane on first use and returns its
+// client once the webhook server accepts connections, so no test races the
+// manager's start.
+func apiClient(t *testing.T) client.Client {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the test control plane; -short runs only the tests that call the webhooks directly")
+	}
+	startSuite.Do(func() { suiteErr = startControlPlaneAndWebhooks() })
+	require.NoError(t, suiteErr)
+	require.Eventually(t, func() bool { return webhookStarted(nil) == nil }, 30*time.Second, 20*time.Millisecond,
+		"the webhook server did not start")
+	return k8sClient
+}
+
+func startControlPlaneAndWebhooks() error {
 	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{Webhooks: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer func() { _ = env.Stop() }()
-
 	hooks := env.Webhook
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
@@ -67,8 +95,7 @@ func runSuite(m *testing.M) int {
 		err = SetupWebhooksWithManager(mgr)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return errors.Join(err, env.Stop())
 	}
 	k8sClient, restConfig = env.Client, env.Config
 	webhookStarted = mgr.GetWebhookServer().StartedChecker()
@@ -76,21 +103,13 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
-
-	code := m.Run()
-	cancel()
-	if err := <-managerDone; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
+	stopSuite = func() error {
+		cancel()
+		managerErr := <-managerDone
+		if managerErr != nil {
+			managerErr = fmt.Errorf("manager: %w", managerErr)
+		}
+		return errors.Join(managerErr, env.Stop())
 	}
-	return code
-}
-
-// apiClient returns the client once the webhook server accepts connections,
-// so no test races the manager's start.
-func apiClient(t *testing.T) client.Client {
-	t.Helper()
-	require.Eventually(t, func() bool { return webhookStarted(nil) == nil }, 30*time.Second, 20*time.Millisecond,
-		"the webhook server did not start")
-	return k8sClient
+	return nil
 }
