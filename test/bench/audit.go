@@ -74,12 +74,8 @@ func (w auditWindow) count(events []framework.AuditEvent) map[apiCall]int {
 		if w.namespace != "" && event.ObjectRef.Namespace != w.namespace {
 			continue
 		}
-		resource := event.ObjectRef.Resource
-		if event.ObjectRef.Subresource != "" {
-			resource += "/" + event.ObjectRef.Subresource
-		}
 		failed := event.ResponseStatus != nil && event.ResponseStatus.Code >= 300
-		counts[apiCall{Verb: event.Verb, Resource: resource, Failed: failed}]++
+		counts[apiCall{Verb: event.Verb, Resource: event.Resource(), Failed: failed}]++
 	}
 	return counts
 }

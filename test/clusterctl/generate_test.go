@@ -44,6 +44,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // flavor is what a generated cluster of one flavor must be.
@@ -196,22 +197,7 @@ func startControllers(ctx context.Context, t *testing.T, env *framework.ControlP
 // pausedHost is a host registered for the cluster "edge" in a role, paused
 // for capm3-preprov, never inspected.
 func pausedHost(namespace, role string, i int) *bmov1alpha1.BareMetalHost {
-	return &bmov1alpha1.BareMetalHost{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   namespace,
-			Name:        role + "-0",
-			Labels:      map[string]string{"cluster": "edge", "role": role},
-			Annotations: map[string]string{preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning},
-		},
-		Spec: bmov1alpha1.BareMetalHostSpec{
-			Online:         true,
-			BootMACAddress: fmt.Sprintf("00:5c:52:31:3a:%02x", i),
-			BMC: bmov1alpha1.BMCDetails{
-				Address:         "redfish-virtualmedia+http://192.168.111.1:8000/redfish/v1/Systems/" + role,
-				CredentialsName: role + "-bmc-secret",
-			},
-		},
-	}
+	return fixtures.Host(namespace, role+"-0", fmt.Sprintf("00:5c:52:31:3a:%02x", i), map[string]string{"cluster": "edge", "role": role})
 }
 
 // waitForNetworkData waits until the host is unpaused and points at its

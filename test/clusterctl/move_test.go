@@ -615,15 +615,11 @@ func writes(t *testing.T, auditLog, user, namespace string, from, to time.Time) 
 			event.ObjectRef.Namespace != namespace || event.RequestReceived.Before(from) || !event.RequestReceived.Before(to) {
 			continue
 		}
-		resource := event.ObjectRef.Resource
-		if event.ObjectRef.Subresource != "" {
-			resource += "/" + event.ObjectRef.Subresource
-		}
 		code := 0
 		if event.ResponseStatus != nil {
 			code = event.ResponseStatus.Code
 		}
-		found = append(found, fmt.Sprintf("%s %s %s (%d)", event.Verb, resource, event.ObjectRef.Name, code))
+		found = append(found, fmt.Sprintf("%s %s %s (%d)", event.Verb, event.Resource(), event.ObjectRef.Name, code))
 	}
 	return found
 }

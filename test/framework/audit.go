@@ -51,6 +51,19 @@ type AuditObjectRef struct {
 	Name        string `json:"name"`
 }
 
+// Resource is the resource the request is about with its subresource, as
+// "baremetalhosts" or "metal3preprovisioningtemplates/status"; "" when it is
+// about no object.
+func (e AuditEvent) Resource() string {
+	if e.ObjectRef == nil {
+		return ""
+	}
+	if e.ObjectRef.Subresource == "" {
+		return e.ObjectRef.Resource
+	}
+	return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+}
+
 // IsWriteVerb reports whether a verb changes objects.
 func IsWriteVerb(verb string) bool {
 	switch verb {

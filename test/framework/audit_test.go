@@ -54,7 +54,7 @@ func TestReadAuditLog(t *testing.T) {
 			if tt.want > 0 {
 				assert.Equal(t, "create", events[0].Verb)
 				assert.Equal(t, "manager", events[0].User.Username)
-				assert.Equal(t, "ipclaims", events[0].ObjectRef.Resource)
+				assert.Equal(t, "ipclaims", events[0].Resource())
 				assert.Equal(t, 201, events[0].ResponseStatus.Code)
 			}
 		})
@@ -67,5 +67,18 @@ func TestIsWriteVerb(t *testing.T) {
 		"get": false, "list": false, "watch": false,
 	} {
 		assert.Equal(t, want, IsWriteVerb(verb), verb)
+	}
+}
+
+func TestResource(t *testing.T) {
+	for _, tt := range []struct {
+		ref  *AuditObjectRef
+		want string
+	}{
+		{ref: nil, want: ""},
+		{ref: &AuditObjectRef{Resource: "baremetalhosts"}, want: "baremetalhosts"},
+		{ref: &AuditObjectRef{Resource: "metal3preprovisioningtemplates", Subresource: "status"}, want: "metal3preprovisioningtemplates/status"},
+	} {
+		assert.Equal(t, tt.want, AuditEvent{ObjectRef: tt.ref}.Resource())
 	}
 }
