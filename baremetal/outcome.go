@@ -80,7 +80,8 @@ const (
 	EventAction = "Preprovisioning"
 )
 
-// Outcome is what one reconcile of a host found.
+// Outcome is where a host stands: what one reconcile of it found, or, read
+// back from the objects, what Standing tells.
 type Outcome struct {
 	Phase    Phase
 	Template TemplateRef

@@ -320,7 +320,7 @@ func waitForExample(t *testing.T, ns string, example appliedExample) map[string]
 			// Reason Ready also means the status controller found no problem
 			// in the network data, the checks our webhook makes.
 			assert.Equal(c, metav1.ConditionTrue, ready.Status, "%s: %s", template, ready.Message)
-			assert.Equal(c, ReadyReason, ready.Reason, "%s: %s", template, ready.Message)
+			assert.Equal(c, preprovv1.ReadyReason, ready.Reason, "%s: %s", template, ready.Message)
 			assert.Positive(c, ptr.Deref(status.MatchedHosts, 0), template)
 			assert.Equal(c, status.MatchedHosts, status.ReadyHosts, template)
 		}, waitTimeout, pollInterval)

@@ -101,7 +101,7 @@ func TestInvalidTemplatesSelectNoHost(t *testing.T) {
 			}
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				ready := templateReady(c, getTemplate(c, ns, "invalid"))
-				assert.Equal(c, InvalidTemplateReason, ready.Reason)
+				assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
 				assert.Contains(c, ready.Message, tt.problem)
 				assert.Contains(c, ready.Message, "selects no host")
 			}, waitTimeout, pollInterval)

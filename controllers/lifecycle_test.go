@@ -180,7 +180,7 @@ func getTemplate(t require.TestingT, ns, name string) *preprovv1.Metal3Preprovis
 
 func templateReady(t require.TestingT, template *preprovv1.Metal3PreprovisioningTemplate) metav1.Condition {
 	for _, condition := range template.Status.Conditions {
-		if condition.Type == ReadyCondition {
+		if condition.Type == preprovv1.ReadyCondition {
 			return condition
 		}
 	}
@@ -204,7 +204,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 		assert.Equal(c, ptr.To(int32(2)), template.Status.ReadyHosts)
 		ready := templateReady(c, template)
 		assert.Equal(c, metav1.ConditionTrue, ready.Status)
-		assert.Equal(c, ReadyReason, ready.Reason)
+		assert.Equal(c, preprovv1.ReadyReason, ready.Reason)
 	}, waitTimeout, pollInterval)
 
 	// A third host finds the pool exhausted; a fourth is also selected by a
@@ -224,7 +224,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 		assert.Equal(c, ptr.To(int32(1)), template.Status.ConflictingHosts)
 		ready := templateReady(c, template)
 		assert.Equal(c, metav1.ConditionFalse, ready.Status)
-		assert.Equal(c, HostsConflictingReason, ready.Reason)
+		assert.Equal(c, preprovv1.HostsConflictingReason, ready.Reason)
 	}, waitTimeout, pollInterval)
 
 	// A template that cannot work says so.
@@ -233,7 +233,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	create(t, broken)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ready := templateReady(c, getTemplate(c, ns, "broken"))
-		assert.Equal(c, InvalidTemplateReason, ready.Reason)
+		assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
 		assert.Contains(c, ready.Message, `Metal3DataTemplate "absent"`)
 	}, waitTimeout, pollInterval)
 
@@ -245,7 +245,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	create(t, fixtures.DataTemplate(ns, "undefined-link", undefinedLink), badData)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ready := templateReady(c, getTemplate(c, ns, "bad-data"))
-		assert.Equal(c, InvalidTemplateReason, ready.Reason)
+		assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
 		assert.Contains(c, ready.Message, "bond0")
 	}, waitTimeout, pollInterval)
 }
@@ -344,8 +344,8 @@ func TestProvisionedHostsReportDriftUnlessAskedToUpdate(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		template := getTemplate(c, ns, "rack-r1")
 		for _, condition := range template.Status.Conditions {
-			if condition.Type == NetworkDataUpToDateCondition {
-				assert.Equal(c, DriftedReason, condition.Reason)
+			if condition.Type == preprovv1.NetworkDataUpToDateCondition {
+				assert.Equal(c, preprovv1.DriftedReason, condition.Reason)
 			}
 		}
 	}, waitTimeout, pollInterval)

@@ -46,9 +46,8 @@ func TestFailedAndConflictingHostsAreReportedOncePerOutcome(t *testing.T) {
 	manager, _ := countingHostManager(t, false)
 	recorder := manager.Recorder.(*events.FakeRecorder)
 	reconciler := &BareMetalHostReconciler{
-		Client: k8sClient, Manager: manager, Phases: baremetal.NewHostPhases(),
-		Sweeper:         &ipam.Sweeper{Client: k8sClient, APIReader: k8sClient},
-		TemplateChanges: make(chan event.GenericEvent, 100),
+		Client: k8sClient, Manager: manager,
+		Sweeper: &ipam.Sweeper{Client: k8sClient, APIReader: k8sClient},
 	}
 	reconcileThrice := func() []string {
 		for range 3 {

@@ -124,7 +124,7 @@ func TestBondParametersReachTheSecret(t *testing.T) {
 	assert.Contains(t, note, `spec.bondParameters[bond1]: names no bond of spec.networkData.links.bonds (it has "bond0")`)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ready := templateReady(c, getTemplate(c, ns, "bonded"))
-		assert.Equal(c, InvalidTemplateReason, ready.Reason)
+		assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
 		assert.Contains(c, ready.Message, "spec.bondParameters[bond1]: names no bond")
 	}, waitTimeout, pollInterval)
 	assertUntouched(t, ns, "node-0", preprovv1.PausedForPreprovisioning)
@@ -176,7 +176,7 @@ func TestRouteGatewayAnnotationOnADHCPNetworkIsRefused(t *testing.T) {
 	assert.Contains(t, note, "CAPM3 claims no address from that pool there")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ready := templateReady(c, getTemplate(c, ns, "slaac"))
-		assert.Equal(c, InvalidTemplateReason, ready.Reason)
+		assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
 		assert.Contains(c, ready.Message, field)
 	}, waitTimeout, pollInterval)
 	assertUntouched(t, ns, "node-0", preprovv1.PausedForPreprovisioning)

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,15 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 		m3mt,
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
 	)
+	// The suite's manager records the problem of its template on the host;
+	// this test's manager does not see that template, nor the problem.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, baremetal.ReasonTemplateInvalid, getHost(c, ns, "node-0").Annotations[preprovv1.ProblemAnnotation])
+	}, waitTimeout, pollInterval)
+	withoutSuiteProblem := func(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
+		delete(host.Annotations, preprovv1.ProblemAnnotation)
+		return host
+	}
 	counting, writes, err := testEnv.NewCountingClient()
 	require.NoError(t, err)
 	var hidden atomic.Value // the kind a lagging cache does not show yet
@@ -68,6 +78,13 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 				return nil
 			}
 			return c.List(ctx, list, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, obj, patch, opts...)
+			if host, ok := obj.(*bmov1alpha1.BareMetalHost); ok {
+				withoutSuiteProblem(host)
+			}
+			return err
 		},
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			gvk, err := c.GroupVersionKindFor(obj)
@@ -85,20 +102,20 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	outcome, err := manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	outcome, err := manager.Reconcile(ctx, withoutSuiteProblem(getHost(t, ns, "node-0")))
 	require.NoError(t, err)
 	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
 	assert.Equal(t, []string{"create IPClaim: 1"}, writes.Writes())
 
 	hidden.Store("IPClaim")
-	outcome, err = manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	outcome, err = manager.Reconcile(ctx, withoutSuiteProblem(getHost(t, ns, "node-0")))
 	require.NoError(t, err)
 	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
 	assert.Positive(t, outcome.RequeueAfter, "a claim deleted before the cache showed it must not leave the host waiting for good")
 	assert.Equal(t, []string{"create IPClaim: 1"}, writes.Writes(), "the claim was created again")
 
 	hidden.Store("")
-	stale := getHost(t, ns, "node-0")
+	stale := withoutSuiteProblem(getHost(t, ns, "node-0"))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		outcome, err := manager.Reconcile(ctx, stale.DeepCopy())
 		require.NoError(c, err)
@@ -112,7 +129,7 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	assert.False(t, pending)
 
 	hidden.Store("Secret")
-	outcome, err = manager.Reconcile(ctx, getHost(t, ns, "node-0"))
+	outcome, err = manager.Reconcile(ctx, withoutSuiteProblem(getHost(t, ns, "node-0")))
 	require.NoError(t, err)
 	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
 	assert.Positive(t, outcome.RequeueAfter)
