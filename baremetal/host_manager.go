@@ -162,11 +162,13 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return Outcome{}, err
 	}
 
-	facts := HostFacts(host)
-	pools, err := networkdata.PoolNames(networkData, facts, template.NetworkDataOptions()...)
+	// Compiled once: the plan names the pools to claim from, and renders
+	// once their addresses are there.
+	plan, err := networkdata.Compile(networkData, HostFacts(host), template.NetworkDataOptions()...)
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
+	pools := plan.Pools()
 
 	// Before any claim: a Secret of our name that is not the host's stops
 	// it, and a provisioned host whose Secret stays as it is claims nothing.
@@ -182,7 +184,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 		return derefOutcome(outcome), err
 	}
 
-	rendered, err := networkdata.Render(networkData, facts, addressesByPool(claims), template.NetworkDataOptions()...)
+	rendered, err := plan.Render(addressesByPool(claims))
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}

@@ -76,17 +76,19 @@ var (
 // parameter renders a key the bond already has. A CAPM3 parameter without a
 // value is a placeholder that a bond parameter of its name fills: CAPM3's
 // schema requires at least one parameter on a bond, and takes only objects.
-func bondParamErrors(params map[string]map[string]intstr.IntOrString, bonds []capm3.NetworkDataLinkBond, bondsKnown bool) []error {
-	byID := make(map[string]capm3.NetworkDataLinkBond, len(bonds))
-	ids := make([]string, 0, len(bonds))
-	for _, b := range bonds {
-		byID[b.Id] = b
-		ids = append(ids, quote(b.Id))
+func bondParamErrors(params map[string]map[string]intstr.IntOrString, links []linkSpec, bondsKnown bool) []error {
+	bondParams := map[string][]capm3.NetworkDataLinkBondParam{}
+	var ids []string
+	for _, l := range links {
+		if l.kind == "bond" {
+			bondParams[l.id] = l.bond.Parameters
+			ids = append(ids, quote(l.id))
+		}
 	}
 	var errs []error
 	for _, id := range slices.Sorted(maps.Keys(params)) {
 		path := field.NewPath("spec", "bondParameters").Key(id)
-		bond, found := byID[id]
+		own, found := bondParams[id]
 		if bondsKnown && !found {
 			has := "it has none"
 			if len(ids) > 0 {
@@ -96,7 +98,7 @@ func bondParamErrors(params map[string]map[string]intstr.IntOrString, bonds []ca
 			continue
 		}
 		taken := map[string]string{}
-		for _, p := range bond.Parameters {
+		for _, p := range own {
 			if !isPlaceholder(p) {
 				taken[p.Name] = root + ".links.bonds[id=" + plain(id) + "].parameters[" + plain(p.Name) + "]"
 			}

@@ -41,6 +41,7 @@ limitations under the License.
 //
 // docs/network-data.md lists these differences for users.
 //
-// The package is pure: no Kubernetes client, no I/O. PoolNames tells the
-// caller which IPPools to claim addresses from; Render produces the bytes.
+// The package is pure: no Kubernetes client, no I/O. Compile checks a
+// template against a host once; the Plan's Pools tell the caller which
+// IPPools to claim addresses from, and its Render produces the bytes.
 package networkdata

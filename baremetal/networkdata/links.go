@@ -25,56 +25,62 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
-// links renders the links in CAPM3's order: bonds, then ethernets, then vlans,
-// with mtu always and name only when set, as CAPM3 does. Unlike CAPM3 it
-// refuses a link without macAddress (see linkFieldErrors).
-func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
-	c.planBootMAC(l)
-	out := make([]any, 0, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
-	for i, b := range l.Bonds {
-		field := item(root+".links.bonds", i, b.Id)
-		entry := map[string]any{
-			"type":                  "bond",
-			"id":                    b.Id,
-			"mtu":                   b.MTU,
-			"bond_mode":             b.BondMode,
-			"bond_xmit_hash_policy": b.BondXmitHashPolicy,
-			"bond_links":            b.BondLinks,
-		}
-		if err := c.common(entry, field, b.Name, "ethernet_mac_address", "bond", b.MACAddress); err != nil {
-			return nil, err
-		}
-		if err := addBondParams(entry, field, b.Parameters); err != nil {
-			return nil, err
-		}
-		// bondParamErrors has made sure these overwrite nothing but
-		// placeholders (CAPM3 parameters without a value).
-		for name, value := range c.bondParams[b.Id] {
-			entry["bond_"+name] = scalar(value)
-		}
-		out = append(out, entry)
+// linkSpec is one link of any kind, so the three template lists share one
+// code path, as networkSpec does for networks.
+type linkSpec struct {
+	field    string
+	kind     string // bond, ethernet or vlan
+	typ      string // the rendered "type": bond, vlan, or an ethernet's own type
+	macKey   string // the key its MAC address renders under
+	id, name string
+	mtu      int32
+	mac      *capm3.NetworkLinkEthernetMac
+	// members are a bond's bondLinks, and its parent a vlan's vlanLink.
+	members []string
+	parent  string
+	// bond is the template's bond (mode, hash policy, parameters), for bonds.
+	bond   *capm3.NetworkDataLinkBond
+	vlanID *int32
+}
+
+// linkSpecs lists the links in CAPM3's order: bonds, then ethernets, then
+// vlans.
+func linkSpecs(l *capm3.NetworkDataLink) []linkSpec {
+	if l == nil {
+		return nil
+	}
+	out := make([]linkSpec, 0, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
+	for i := range l.Bonds {
+		b := &l.Bonds[i]
+		out = append(out, linkSpec{
+			field: item(root+".links.bonds", i, b.Id), kind: "bond", typ: "bond", macKey: "ethernet_mac_address",
+			id: b.Id, name: b.Name, mtu: b.MTU, mac: b.MACAddress, members: b.BondLinks, bond: b,
+		})
 	}
 	for i, e := range l.Ethernets {
-		field := item(root+".links.ethernets", i, e.Id)
-		entry := map[string]any{"type": e.Type, "id": e.Id, "mtu": e.MTU}
-		if err := c.common(entry, field, e.Name, "ethernet_mac_address", "ethernet", e.MACAddress); err != nil {
-			return nil, err
-		}
-		out = append(out, entry)
+		out = append(out, linkSpec{
+			field: item(root+".links.ethernets", i, e.Id), kind: "ethernet", typ: e.Type, macKey: "ethernet_mac_address",
+			id: e.Id, name: e.Name, mtu: e.MTU, mac: e.MACAddress,
+		})
 	}
 	for i, v := range l.Vlans {
-		field := item(root+".links.vlans", i, v.Id)
-		if err := vlanIDErr(field, v.VlanID); err != nil {
-			return nil, err
-		}
-		entry := map[string]any{
-			"type":      "vlan",
-			"id":        v.Id,
-			"mtu":       v.MTU,
-			"vlan_id":   *v.VlanID,
-			"vlan_link": v.VlanLink,
-		}
-		if err := c.common(entry, field, v.Name, "vlan_mac_address", "vlan", v.MACAddress); err != nil {
+		out = append(out, linkSpec{
+			field: item(root+".links.vlans", i, v.Id), kind: "vlan", typ: "vlan", macKey: "vlan_mac_address",
+			id: v.Id, name: v.Name, mtu: v.MTU, mac: v.MACAddress, parent: v.VlanLink, vlanID: v.VlanID,
+		})
+	}
+	return out
+}
+
+// links renders the links, with mtu always and name only when set, as CAPM3
+// does. Unlike CAPM3 it refuses a link without macAddress (see
+// linkFieldErrors).
+func (c *compiler) links(links []linkSpec) ([]any, error) {
+	c.planBootMAC(links)
+	out := make([]any, 0, len(links))
+	for _, l := range links {
+		entry, err := c.link(l)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, entry)
@@ -82,21 +88,43 @@ func (c *compiler) links(l capm3.NetworkDataLink) ([]any, error) {
 	return out, nil
 }
 
-// common adds the optional name and the MAC address, under macKey, of a
-// link of its kind.
-func (c *compiler) common(entry map[string]any, field, name, macKey, kind string, mac *capm3.NetworkLinkEthernetMac) error {
-	if name != "" {
-		entry["name"] = name
+func (c *compiler) link(l linkSpec) (map[string]any, error) {
+	entry := map[string]any{"type": l.typ, "id": l.id, "mtu": l.mtu}
+	switch l.kind {
+	case "bond":
+		entry["bond_mode"] = l.bond.BondMode
+		entry["bond_xmit_hash_policy"] = l.bond.BondXmitHashPolicy
+		entry["bond_links"] = l.members
+	case "vlan":
+		if err := vlanIDErr(l.field, l.vlanID); err != nil {
+			return nil, err
+		}
+		entry["vlan_id"] = *l.vlanID
+		entry["vlan_link"] = l.parent
 	}
-	if err := macSetErr(field, mac, macKey, kind); err != nil {
-		return err
+	if l.name != "" {
+		entry["name"] = l.name
 	}
-	addr, err := c.mac(mac, field)
+	if err := macSetErr(l); err != nil {
+		return nil, err
+	}
+	mac, err := c.mac(l.mac, l.field)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	entry[macKey] = addr
-	return nil
+	entry[l.macKey] = mac
+	if l.kind != "bond" {
+		return entry, nil
+	}
+	if err := addBondParams(entry, l.field, l.bond.Parameters); err != nil {
+		return nil, err
+	}
+	// bondParamErrors has made sure these overwrite nothing but
+	// placeholders (CAPM3 parameters without a value).
+	for name, value := range c.bondParams[l.id] {
+		entry["bond_"+name] = scalar(value)
+	}
+	return entry, nil
 }
 
 // addBondParams renders each parameter as bond_<name>. Like CAPM3 it refuses

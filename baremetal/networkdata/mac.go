@@ -44,24 +44,15 @@ func (c *compiler) mac(m *capm3.NetworkLinkEthernetMac, link string) (string, er
 // Before inspection the host has no NIC list, so a fromHostInterface name
 // cannot be looked up; the boot MAC is the only MAC we know, and it can only
 // belong to a physical (ethernet) interface, and to only one of them.
-func (c *compiler) planBootMAC(l capm3.NetworkDataLink) {
-	note := func(list string, i int, id string, m *capm3.NetworkLinkEthernetMac, ethernet bool) {
-		if m == nil || m.String != "" || m.FromHostInterface == "" {
-			return
+func (c *compiler) planBootMAC(links []linkSpec) {
+	for _, l := range links {
+		if l.mac == nil || l.mac.String != "" || l.mac.FromHostInterface == "" {
+			continue
 		}
-		c.hostInterfaceLinks = append(c.hostInterfaceLinks, item(list, i, id))
-		if ethernet {
-			c.bootMACLink = item(root+"."+list, i, id)
+		c.hostInterfaceLinks = append(c.hostInterfaceLinks, strings.TrimPrefix(l.field, root+"."))
+		if l.kind == "ethernet" {
+			c.bootMACLink = l.field
 		}
-	}
-	for i, b := range l.Bonds {
-		note("links.bonds", i, b.Id, b.MACAddress, false)
-	}
-	for i, e := range l.Ethernets {
-		note("links.ethernets", i, e.Id, e.MACAddress, true)
-	}
-	for i, v := range l.Vlans {
-		note("links.vlans", i, v.Id, v.MACAddress, false)
 	}
 	if len(c.hostInterfaceLinks) != 1 || len(c.host.NICs) > 0 {
 		c.bootMACLink = ""

@@ -422,10 +422,10 @@ func TestRender(t *testing.T) {
 			assert.JSONEq(t, tt.want, string(got))
 			requireValidForIronic(t, got)
 
-			names, err := PoolNames(nd, tt.host, tt.opts...)
+			plan, err := Compile(nd, tt.host, tt.opts...)
 			require.NoError(t, err)
-			for _, name := range names {
-				assert.Contains(t, pools, name, "PoolNames returned a pool the case does not use")
+			for _, name := range plan.Pools() {
+				assert.Contains(t, pools, name, "Pools returned a pool the case does not use")
 			}
 		})
 	}
@@ -473,7 +473,7 @@ func TestRenderIsDeterministic(t *testing.T) {
 	}
 }
 
-func TestPoolNames(t *testing.T) {
+func TestPools(t *testing.T) {
 	tests := []struct {
 		name     string
 		template string
@@ -510,14 +510,14 @@ func TestPoolNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := PoolNames(template(t, tt.template), tt.host)
+			plan, err := Compile(template(t, tt.template), tt.host)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, plan.Pools())
 		})
 	}
 }
 
-// Each case breaks one thing; PoolNames and Render must both refuse it with
+// Each case breaks one thing; Compile and Render must both refuse it with
 // an InputError on the given field whose message names the problem and fix.
 func TestInputErrors(t *testing.T) {
 	net4 := func(extra string) string {
@@ -973,9 +973,9 @@ func TestInputErrors(t *testing.T) {
 			if nd == nil {
 				nd = template(t, tt.template)
 			}
-			_, poolErr := PoolNames(nd, tt.host, tt.opts...)
+			_, compileErr := Compile(nd, tt.host, tt.opts...)
 			_, renderErr := Render(nd, tt.host, pools, tt.opts...)
-			for _, err := range []error{poolErr, renderErr} {
+			for _, err := range []error{compileErr, renderErr} {
 				require.Error(t, err)
 				assert.True(t, IsInputError(err), "want an input error, got %v", err)
 				assert.False(t, errors.Is(err, ErrMissingAddress))
@@ -987,7 +987,7 @@ func TestInputErrors(t *testing.T) {
 				}
 				assert.NotContains(t, err.Error(), "\n", "messages go into Events and must be one line")
 			}
-			assert.Equal(t, poolErr.Error(), renderErr.Error(), "PoolNames and Render must agree")
+			assert.Equal(t, compileErr.Error(), renderErr.Error(), "Compile and Render must agree")
 		})
 	}
 }
@@ -1014,7 +1014,7 @@ func TestRenderAddressErrors(t *testing.T) {
 			name:      "address pool missing from addresses",
 			template:  net("ipv4", "v4"),
 			addresses: map[string]Address{},
-			contains:  []string{`spec.networkData.networks.ipv4[id=n]: no address was given for IPPool "v4"`, "PoolNames"},
+			contains:  []string{`spec.networkData.networks.ipv4[id=n]: no address was given for IPPool "v4"`, "Plan.Pools"},
 		},
 		{
 			name:      "gateway pool missing from addresses",
@@ -1101,10 +1101,10 @@ func TestRenderAddressErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nd := template(t, tt.template)
-			_, err := PoolNames(nd, Host{})
+			plan, err := Compile(nd, Host{})
 			require.NoError(t, err, "only Render, which has the addresses, can see this problem")
 
-			_, err = Render(nd, Host{}, tt.addresses)
+			_, err = plan.Render(tt.addresses)
 			require.Error(t, err)
 			assert.Equal(t, tt.input, IsInputError(err))
 			assert.Equal(t, !tt.input, errors.Is(err, ErrMissingAddress))

@@ -26,60 +26,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// PoolNames returns the sorted, de-duplicated names of every Metal3 IPAM
-// IPPool the network data refers to: network addresses (ipAddressFromIPPool,
-// fromPoolRef, fromPoolAnnotation), route gateways and DNS servers. It checks
-// the whole template against the host first, so the caller claims no address
-// for a template Render would reject; errors match ErrInvalidInput.
-func PoolNames(nd *capm3.NetworkData, host Host, opts ...Option) ([]string, error) {
-	p, err := compile(nd, host, newOptions(opts))
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(p.pools))
-	for name := range p.pools {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
-// Render returns the network_data document as JSON, valid under Ironic's
-// network_data schema. Keys are sorted and list order follows the template,
-// so the same input always yields the same bytes. addresses is keyed by pool
-// name and must hold every pool PoolNames returns for the same options.
-func Render(nd *capm3.NetworkData, host Host, addresses map[string]Address, opts ...Option) ([]byte, error) {
-	p, err := compile(nd, host, newOptions(opts))
-	if err != nil {
-		return nil, err
-	}
-	doc, err := p.document(addresses)
-	if err != nil {
-		return nil, err
-	}
-	return encode(doc)
-}
-
-// plan is the template resolved against the host: everything but the
-// addresses, which only Render has.
-type plan struct {
-	links    []any
-	networks []networkPlan
-	services dnsPlan
-	pools    map[string]struct{}
-}
-
-// compile checks the template and resolves every host-dependent value.
-// A nil template yields empty lists, as CAPM3 does for a template whose
-// networkData has no links, networks or services.
-func compile(nd *capm3.NetworkData, host Host, o options) (*plan, error) {
-	var links capm3.NetworkDataLink
+// Compile checks the whole template against the host and resolves every
+// host-dependent value, once per host: Pools then tells the caller which
+// IPPools to claim addresses from, and Render, given them, produces the
+// document. Errors match ErrInvalidInput, so a template Render would reject
+// claims no address. A nil template yields empty lists, as CAPM3 does for a
+// template whose networkData has no links, networks or services.
+func Compile(nd *capm3.NetworkData, host Host, opts ...Option) (*Plan, error) {
+	o := newOptions(opts)
+	var links []linkSpec
 	var nets []networkSpec
-	if nd != nil && nd.Links != nil {
-		links = *nd.Links
-	}
 	if nd != nil {
-		nets = networkSpecs(nd.Networks)
+		links, nets = linkSpecs(nd.Links), networkSpecs(nd.Networks)
 	}
 	ids, err := checkLinks(links)
 	if err != nil {
@@ -88,10 +46,10 @@ func compile(nd *capm3.NetworkData, host Host, o options) (*plan, error) {
 	if err := checkNetworks(nets, ids); err != nil {
 		return nil, err
 	}
-	if errs := bondParamErrors(o.bondParams, links.Bonds, true); len(errs) > 0 {
+	if errs := bondParamErrors(o.bondParams, links, true); len(errs) > 0 {
 		return nil, errs[0]
 	}
-	p := &plan{pools: map[string]struct{}{}}
+	p := &Plan{pools: map[string]struct{}{}}
 	c := &compiler{host: host, plan: p, bondParams: o.bondParams}
 	if p.links, err = c.links(links); err != nil {
 		return nil, err
@@ -111,10 +69,53 @@ func compile(nd *capm3.NetworkData, host Host, o options) (*plan, error) {
 	return p, nil
 }
 
+// Render compiles the template and renders it with the addresses, for a
+// caller that knows them already.
+func Render(nd *capm3.NetworkData, host Host, addresses map[string]Address, opts ...Option) ([]byte, error) {
+	p, err := Compile(nd, host, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return p.Render(addresses)
+}
+
+// Plan is a template compiled against one host: everything but the
+// addresses.
+type Plan struct {
+	links    []any
+	networks []networkPlan
+	services dnsPlan
+	pools    map[string]struct{}
+}
+
+// Pools returns the sorted, de-duplicated names of every Metal3 IPAM IPPool
+// the network data refers to: network addresses (ipAddressFromIPPool,
+// fromPoolRef, fromPoolAnnotation), route gateways and DNS servers.
+func (p *Plan) Pools() []string {
+	names := make([]string, 0, len(p.pools))
+	for name := range p.pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Render returns the network_data document as JSON, valid under Ironic's
+// network_data schema. Keys are sorted and list order follows the template,
+// so the same input always yields the same bytes. addresses is keyed by pool
+// name and must hold every pool Pools returns.
+func (p *Plan) Render(addresses map[string]Address) ([]byte, error) {
+	doc, err := p.document(addresses)
+	if err != nil {
+		return nil, err
+	}
+	return encode(doc)
+}
+
 // compiler carries the host and the plan while the template is resolved.
 type compiler struct {
 	host       Host
-	plan       *plan
+	plan       *Plan
 	bondParams map[string]map[string]intstr.IntOrString
 	// bootMACLink is the field of the one ethernet link whose
 	// fromHostInterface may use the host's bootMACAddress; see mac.go.
@@ -129,7 +130,7 @@ func (c *compiler) usePool(name string) string {
 }
 
 // document fills the plan with the addresses.
-func (p *plan) document(addresses map[string]Address) (map[string]any, error) {
+func (p *Plan) document(addresses map[string]Address) (map[string]any, error) {
 	networks := make([]any, 0, len(p.networks))
 	for i := range p.networks {
 		n, err := p.networks[i].render(addresses)

@@ -20,14 +20,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 // checkLinks returns the link ids with their fields, or the first problem
 // linkErrors finds.
-func checkLinks(l capm3.NetworkDataLink) (map[string]string, error) {
-	ids, errs := linkErrors(l)
+func checkLinks(links []linkSpec) (map[string]string, error) {
+	ids, errs := linkErrors(links)
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
@@ -37,43 +35,34 @@ func checkLinks(l capm3.NetworkDataLink) (map[string]string, error) {
 // linkErrors checks that link ids are set and unique, that bonds and vlans
 // only refer to defined links, and what linkFieldErrors checks. It returns the
 // link ids with their fields and every problem, in template order.
-func linkErrors(l capm3.NetworkDataLink) (map[string]string, []error) {
-	ids := make(map[string]string, len(l.Bonds)+len(l.Ethernets)+len(l.Vlans))
+func linkErrors(links []linkSpec) (map[string]string, []error) {
+	ids := make(map[string]string, len(links))
 	var errs []error
-	add := func(field, id string) {
-		if id == "" {
-			errs = append(errs, inputErr(field+".id", "is empty; give every link a unique id"))
-			return
+	for _, l := range links {
+		if l.id == "" {
+			errs = append(errs, inputErr(l.field+".id", "is empty; give every link a unique id"))
+			continue
 		}
-		if other, dup := ids[id]; dup {
-			errs = append(errs, inputErr(field+".id", "link id %s is also used by %s; link ids must be unique across ethernets, bonds and vlans", quote(id), other))
-			return
+		if other, dup := ids[l.id]; dup {
+			errs = append(errs, inputErr(l.field+".id", "link id %s is also used by %s; link ids must be unique across ethernets, bonds and vlans", quote(l.id), other))
+			continue
 		}
-		ids[id] = field
+		ids[l.id] = l.field
 	}
-	for i, b := range l.Bonds {
-		add(item(root+".links.bonds", i, b.Id), b.Id)
-	}
-	for i, e := range l.Ethernets {
-		add(item(root+".links.ethernets", i, e.Id), e.Id)
-	}
-	for i, v := range l.Vlans {
-		add(item(root+".links.vlans", i, v.Id), v.Id)
-	}
-	for i, b := range l.Bonds {
-		field := item(root+".links.bonds", i, b.Id)
-		for j, member := range b.BondLinks {
-			if err := checkLinkRef(ids, field+".bondLinks["+strconv.Itoa(j)+"]", member, b.Id); err != nil {
+	for _, l := range links {
+		for j, member := range l.members {
+			if err := checkLinkRef(ids, l.field+".bondLinks["+strconv.Itoa(j)+"]", member, l.id); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	}
-	for i, v := range l.Vlans {
-		if err := checkLinkRef(ids, item(root+".links.vlans", i, v.Id)+".vlanLink", v.VlanLink, v.Id); err != nil {
+		if l.kind != "vlan" {
+			continue
+		}
+		if err := checkLinkRef(ids, l.field+".vlanLink", l.parent, l.id); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return ids, append(errs, linkFieldErrors(l)...)
+	return ids, append(errs, linkFieldErrors(links)...)
 }
 
 // ethernetTypes are the ethernet link types of CAPM3's schema, the same as
@@ -91,33 +80,27 @@ const minMTU, maxMTU = 1280, 9000
 // linkFieldErrors checks each link's own fields, which no host changes:
 // those Ironic's network_data schema requires (a MAC address on every link,
 // bond members, an mtu it accepts) and the enums of CAPM3's schema.
-func linkFieldErrors(l capm3.NetworkDataLink) []error {
+func linkFieldErrors(links []linkSpec) []error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for i, b := range l.Bonds {
-		field := item(root+".links.bonds", i, b.Id)
-		add(enumErr(field+".bondMode", b.BondMode, "a bond mode", bondModes))
-		if len(b.BondLinks) == 0 {
-			add(inputErr(field+".bondLinks", "is empty; list the ids of the bond's member links: Ironic's network_data schema requires bond_links, and a bond without members carries no traffic"))
+	for _, l := range links {
+		switch l.kind {
+		case "bond":
+			add(enumErr(l.field+".bondMode", l.bond.BondMode, "a bond mode", bondModes))
+			if len(l.members) == 0 {
+				add(inputErr(l.field+".bondLinks", "is empty; list the ids of the bond's member links: Ironic's network_data schema requires bond_links, and a bond without members carries no traffic"))
+			}
+		case "ethernet":
+			add(enumErr(l.field+".type", l.typ, "an ethernet link type", ethernetTypes))
+		case "vlan":
+			add(vlanIDErr(l.field, l.vlanID))
 		}
-		add(mtuErr(field, b.MTU))
-		add(macSetErr(field, b.MACAddress, "ethernet_mac_address", "bond"))
-	}
-	for i, e := range l.Ethernets {
-		field := item(root+".links.ethernets", i, e.Id)
-		add(enumErr(field+".type", e.Type, "an ethernet link type", ethernetTypes))
-		add(mtuErr(field, e.MTU))
-		add(macSetErr(field, e.MACAddress, "ethernet_mac_address", "ethernet"))
-	}
-	for i, v := range l.Vlans {
-		field := item(root+".links.vlans", i, v.Id)
-		add(vlanIDErr(field, v.VlanID))
-		add(mtuErr(field, v.MTU))
-		add(macSetErr(field, v.MACAddress, "vlan_mac_address", "vlan"))
+		add(mtuErr(l.field, l.mtu))
+		add(macSetErr(l))
 	}
 	return errs
 }
@@ -140,10 +123,10 @@ func mtuErr(link string, mtu int32) error {
 }
 
 // macSetErr refuses a link without macAddress: Ironic's network_data schema
-// requires its MAC key (macKey) on every link of its kind.
-func macSetErr(link string, mac *capm3.NetworkLinkEthernetMac, macKey, kind string) error {
-	if mac == nil {
-		return inputErr(link+".macAddress", "is not set; Ironic's network_data schema requires %s on every %s: set string, fromHostInterface or fromAnnotation", macKey, kind)
+// requires its MAC key on every link.
+func macSetErr(l linkSpec) error {
+	if l.mac == nil {
+		return inputErr(l.field+".macAddress", "is not set; Ironic's network_data schema requires %s on every %s: set string, fromHostInterface or fromAnnotation", l.macKey, l.kind)
 	}
 	return nil
 }

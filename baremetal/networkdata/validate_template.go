@@ -25,11 +25,11 @@ import (
 )
 
 // ValidateTemplate returns every problem of a network data template that no
-// BareMetalHost can fix, in template order: what PoolNames and Render refuse
+// BareMetalHost can fix, in template order: what Compile and Render refuse
 // whatever the host (and so whatever Ironic's network_data schema refuses),
 // plus route destinations the ramdisk cannot use. Problems that depend on the
 // host (annotation values, NIC names, the bootMACAddress fallback) are left
-// to PoolNames, and those of the addresses to Render. Fields are paths under
+// to Compile, and those of the addresses to Render. Fields are paths under
 // spec. A nil nd is network data not known here (a dataTemplateRef, for the
 // webhook): only the options are checked, as far as they can be without it.
 func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
@@ -39,12 +39,8 @@ func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
 		v.add(bondParamErrors(o.bondParams, nil, false)...)
 		return v.errs
 	}
-	v.host = stubHost(nd)
-	var links capm3.NetworkDataLink
-	if nd.Links != nil {
-		links = *nd.Links
-	}
-	nets := networkSpecs(nd.Networks)
+	links, nets := linkSpecs(nd.Links), networkSpecs(nd.Networks)
+	v.host = stubHost(links, nets)
 	ids, errs := linkErrors(links)
 	v.add(errs...)
 	v.add(networkErrors(nets, ids)...)
@@ -58,7 +54,7 @@ func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
 			v.add(err)
 		}
 	}
-	v.add(bondParamErrors(o.bondParams, links.Bonds, true)...)
+	v.add(bondParamErrors(o.bondParams, links, true)...)
 	return v.errs
 }
 
@@ -83,28 +79,15 @@ func (v *templateValidator) add(errs ...error) {
 
 // compiler is a fresh compiler for one check, so no check sees another's state.
 func (v *templateValidator) compiler() *compiler {
-	return &compiler{host: v.host, plan: &plan{pools: map[string]struct{}{}}}
+	return &compiler{host: v.host, plan: &Plan{pools: map[string]struct{}{}}}
 }
 
 // links checks each link alone (MAC source, vlanID, bond parameters). A link
-// is named by its id in field paths, so checked alone it keeps its path; a
-// link without an id is only reported for that.
-func (v *templateValidator) links(l capm3.NetworkDataLink) {
-	for _, b := range l.Bonds {
-		if b.Id != "" {
-			_, err := v.compiler().links(capm3.NetworkDataLink{Bonds: []capm3.NetworkDataLinkBond{b}})
-			v.add(err)
-		}
-	}
-	for _, e := range l.Ethernets {
-		if e.Id != "" {
-			_, err := v.compiler().links(capm3.NetworkDataLink{Ethernets: []capm3.NetworkDataLinkEthernet{e}})
-			v.add(err)
-		}
-	}
-	for _, vlan := range l.Vlans {
-		if vlan.Id != "" {
-			_, err := v.compiler().links(capm3.NetworkDataLink{Vlans: []capm3.NetworkDataLinkVlan{vlan}})
+// without an id is only reported for that.
+func (v *templateValidator) links(links []linkSpec) {
+	for _, l := range links {
+		if l.id != "" {
+			_, err := v.compiler().links([]linkSpec{l})
 			v.add(err)
 		}
 	}
@@ -167,34 +150,23 @@ const stubMAC = "02:00:00:00:00:00"
 // stubHost has whatever the template asks of a host: every annotation it
 // reads and every interface it names. Checked against it, only the problems
 // no BareMetalHost can fix remain.
-func stubHost(nd *capm3.NetworkData) Host {
+func stubHost(links []linkSpec, nets []networkSpec) Host {
 	host := Host{Annotations: map[string]string{}}
 	stubAnnotation := func(key string) {
 		if key != "" { // no object can carry an empty annotation key
 			host.Annotations[key] = stubMAC
 		}
 	}
-	stubMACSource := func(m *capm3.NetworkLinkEthernetMac) {
-		if m == nil {
-			return
+	for _, l := range links {
+		if l.mac == nil {
+			continue
 		}
-		stubAnnotation(m.FromAnnotation.Annotation)
-		if m.FromHostInterface != "" {
-			host.NICs = append(host.NICs, NIC{Name: m.FromHostInterface, MAC: stubMAC})
-		}
-	}
-	if nd.Links != nil {
-		for _, b := range nd.Links.Bonds {
-			stubMACSource(b.MACAddress)
-		}
-		for _, e := range nd.Links.Ethernets {
-			stubMACSource(e.MACAddress)
-		}
-		for _, vlan := range nd.Links.Vlans {
-			stubMACSource(vlan.MACAddress)
+		stubAnnotation(l.mac.FromAnnotation.Annotation)
+		if l.mac.FromHostInterface != "" {
+			host.NICs = append(host.NICs, NIC{Name: l.mac.FromHostInterface, MAC: stubMAC})
 		}
 	}
-	for _, s := range networkSpecs(nd.Networks) {
+	for _, s := range nets {
 		stubAnnotation(s.poolAnn.Annotation)
 		for _, r := range s.routes {
 			stubAnnotation(r.gwAnn.Annotation)

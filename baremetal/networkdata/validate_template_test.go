@@ -55,7 +55,7 @@ func TestValidateTemplate(t *testing.T) {
 		{name: "empty network data", template: `{}`},
 		{name: "realistic dual-stack template", template: realisticTemplate, bondParams: realisticBondParameters},
 		{
-			name: "host-dependent sources are left to PoolNames",
+			name: "host-dependent sources are left to Compile",
 			template: `{"links": {"ethernets": [
 					{"type": "phy", "id": "eth0", "macAddress": {"fromHostInterface": "eno1"}},
 					{"type": "phy", "id": "eth1", "macAddress": {"fromHostInterface": "eno2"}},
@@ -332,7 +332,7 @@ func requireErrors(t *testing.T, errs []*InputError, want []wantErr) {
 }
 
 // FuzzValidateTemplate checks ValidateTemplate against Render's own checks:
-// whatever PoolNames refuses for the most accommodating host is a problem no
+// whatever Compile refuses for the most accommodating host is a problem no
 // host can fix, so ValidateTemplate must report it too; and a template it
 // accepts renders for that host.
 func FuzzValidateTemplate(f *testing.F) {
@@ -361,12 +361,12 @@ func FuzzValidateTemplate(f *testing.F) {
 		if nd == nil {
 			return
 		}
-		_, renderErr := PoolNames(nd, stubHost(nd), opts)
-		if renderErr == nil {
+		_, compileErr := Compile(nd, stubHost(linkSpecs(nd.Links), networkSpecs(nd.Networks)), opts)
+		if compileErr == nil {
 			return
 		}
 		var first *InputError
-		require.ErrorAs(t, renderErr, &first)
-		require.Contains(t, errs, first, "ValidateTemplate missed what PoolNames refuses for every host")
+		require.ErrorAs(t, compileErr, &first)
+		require.Contains(t, errs, first, "ValidateTemplate missed what Compile refuses for every host")
 	})
 }
