@@ -18,7 +18,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -33,6 +32,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
@@ -79,11 +79,8 @@ func readNetworkData(t require.TestingT, namespace, hostName string) map[string]
 	host := getHost(t, namespace, hostName)
 	require.NotContains(t, host.Annotations, preprovv1.PausedAnnotation)
 	require.Equal(t, baremetal.NetworkDataSecretName(hostName), host.Spec.PreprovisioningNetworkDataName)
-	secret := &corev1.Secret{}
-	require.NoError(t, k8sClient.Get(context.Background(),
-		client.ObjectKey{Namespace: namespace, Name: host.Spec.PreprovisioningNetworkDataName}, secret))
-	var networkData map[string]any
-	require.NoError(t, json.Unmarshal(secret.Data[preprovv1.NetworkDataKey], &networkData))
+	networkData, err := framework.NetworkData(context.Background(), k8sClient, namespace, hostName)
+	require.NoError(t, err)
 	return networkData
 }
 

@@ -210,10 +210,9 @@ func waitForNetworkData(t *testing.T, c client.Client, host *bmov1alpha1.BareMet
 		require.NoError(collect, c.Get(context.Background(), client.ObjectKeyFromObject(host), current))
 		require.NotContains(collect, current.Annotations, preprovv1.PausedAnnotation)
 		require.Equal(collect, baremetal.NetworkDataSecretName(host.Name), current.Spec.PreprovisioningNetworkDataName)
-		secret := &corev1.Secret{}
-		require.NoError(collect, c.Get(context.Background(),
-			client.ObjectKey{Namespace: host.Namespace, Name: current.Spec.PreprovisioningNetworkDataName}, secret))
-		require.NoError(collect, json.Unmarshal(secret.Data[preprovv1.NetworkDataKey], &networkData))
+		var err error
+		networkData, err = framework.NetworkData(context.Background(), c, host.Namespace, host.Name)
+		require.NoError(collect, err)
 	}, 30*time.Second, 50*time.Millisecond)
 	return networkData
 }

@@ -33,6 +33,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // CAPM3's labels on the claims it owns: it deletes claims carrying them when
@@ -193,9 +194,8 @@ func networkDataIPs(g Gomega, secret *corev1.Secret) []string {
 
 // networkData is a host's network data document, decoded.
 func (c *Cluster) networkData(ctx context.Context, g Gomega, namespace, host string) map[string]any {
-	secret := c.networkDataSecret(ctx, g, namespace, host)
-	var document map[string]any
-	g.Expect(json.Unmarshal(secret.Data[preprovv1.NetworkDataKey], &document)).To(Succeed())
+	document, err := framework.NetworkData(ctx, c.Client, namespace, host)
+	g.Expect(err).NotTo(HaveOccurred())
 	return document
 }
 
