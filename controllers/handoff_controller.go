@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -60,9 +60,7 @@ func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // SetupWithManager watches the hosts we set up, their claims, and CAPM3's
 // Metal3Data.
 func (r *HandoffReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	setUpByUs := predicate.NewPredicateFuncs(func(obj client.Object) bool {
-		return obj.GetLabels()[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue
-	})
+	setUpByUs := predicate.NewPredicateFuncs(func(obj client.Object) bool { return ownership.Ours(obj) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("capm3-handoff").
 		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(setUpByUs)).

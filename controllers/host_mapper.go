@@ -124,7 +124,7 @@ func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconc
 	claim := &ipamv1.IPClaim{}
 	if err := m.client.Get(ctx, client.ObjectKey{Namespace: address.Namespace, Name: address.Spec.Claim.Name}, claim); err != nil {
 		host, ours := strings.CutSuffix(address.Spec.Claim.Name, "-"+address.Spec.Pool.Name)
-		if !apierrors.IsNotFound(err) || !ours || address.Labels[preprovv1.ManagedLabel] != preprovv1.ManagedLabelValue {
+		if !apierrors.IsNotFound(err) || !ours || !ownership.Ours(address) {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: address.Namespace, Name: host}}}
