@@ -66,9 +66,9 @@ func main() {
 }
 
 func build(binary, image, out, arch, revision string, created time.Time) error {
-	tag, err := name.NewTag(image, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("-image %q is not IMG:TAG: %w", image, err)
+	tag, err := name.NewTag(image)
+	if err != nil || !strings.HasSuffix(image, ":"+tag.TagStr()) {
+		return fmt.Errorf("-image %q is not IMG:TAG (%v)", image, err)
 	}
 	manager, err := os.ReadFile(binary)
 	if err != nil {
