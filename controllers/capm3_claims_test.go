@@ -69,7 +69,7 @@ func TestAdoptedHostReusesCAPM3sClaim(t *testing.T) {
 		address = claim.Status.Address.Name
 	}, waitTimeout, pollInterval)
 
-	adopting := preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning"))
+	adopting := fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning"))
 	adopting.Spec.AdoptExistingHosts = true
 	create(t, adopting)
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
@@ -101,7 +101,7 @@ func TestHostNamedLikeAnotherHostsMetal3DataIsWarned(t *testing.T) {
 	// Metal3Data is "pooled-1", and its claim "pooled-1-provisioning".
 	data := provisionedByCAPM3(t, ns, "other", "workers-xyz", "pooled-1")
 	create(t, capm3Claim(ns, "pooled-1-provisioning", "provisioning", data),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning")),
 		fixtures.Host(ns, "pooled-1", "52:54:00:aa:bb:01", racked),
 	)
 

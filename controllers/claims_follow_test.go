@@ -54,7 +54,7 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 	create(t,
 		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
 		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
@@ -92,7 +92,7 @@ func TestPausedHostThatLosesItsTemplateReleasesItsClaims(t *testing.T) {
 	})
 	create(t,
 		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		preprovTemplate(ns, "rack-r1", racked, twoPools),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, twoPools),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	waitForEvent(t, ns, "node-0", baremetal.ReasonIPClaimFailed)
@@ -115,7 +115,7 @@ func TestProvisionedHostReportingDriftClaimsNoNewPool(t *testing.T) {
 	create(t,
 		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
 		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	before := waitForNetworkData(t, ns, "node-0")

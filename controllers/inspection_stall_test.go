@@ -41,7 +41,7 @@ func TestInspectionThatStallsIsReportedAndClears(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	waitForNetworkData(t, ns, "node-0")
@@ -76,7 +76,7 @@ func TestInspectionStallOnTheManagersClock(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	waitForNetworkData(t, ns, "node-0")

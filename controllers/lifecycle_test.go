@@ -162,16 +162,6 @@ func TestDeletingAHostReleasesItsClaimsAddressesAndSecret(t *testing.T) {
 	}, waitTimeout, pollInterval)
 }
 
-func preprovTemplate(ns, name string, selector map[string]string, networkData *capm3.NetworkData) *preprovv1.Metal3PreprovisioningTemplate {
-	return &preprovv1.Metal3PreprovisioningTemplate{
-		ObjectMeta: metaNamed(ns, name),
-		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
-			HostSelector: capm3.HostSelector{MatchLabels: selector},
-			NetworkData:  networkData,
-		},
-	}
-}
-
 func getTemplate(t require.TestingT, ns, name string) *preprovv1.Metal3PreprovisioningTemplate {
 	template := &preprovv1.Metal3PreprovisioningTemplate{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, template))
@@ -193,7 +183,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	racked := map[string]string{"rack": "r1"}
 	create(t,
 		fixtures.Pool(ns, "tiny", "192.0.2.10", "192.0.2.11", "192.0.2.1"),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 		fixtures.Host(ns, "node-1", "52:54:00:aa:bb:02", racked),
 	)
@@ -228,7 +218,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	}, waitTimeout, pollInterval)
 
 	// A template that cannot work says so.
-	broken := preprovTemplate(ns, "broken", map[string]string{"rack": "r9"}, nil)
+	broken := fixtures.PreprovisioningTemplate(ns, "broken", map[string]string{"rack": "r9"}, nil)
 	broken.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "absent"}
 	create(t, broken)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -240,7 +230,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 	// So does one whose Metal3DataTemplate has network data no host can use.
 	undefinedLink := fixtures.PoolNetworkData("tiny")
 	undefinedLink.Networks.IPv4[0].Link = "bond0"
-	badData := preprovTemplate(ns, "bad-data", map[string]string{"rack": "r8"}, nil)
+	badData := fixtures.PreprovisioningTemplate(ns, "bad-data", map[string]string{"rack": "r8"}, nil)
 	badData.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "undefined-link"}
 	create(t, fixtures.DataTemplate(ns, "undefined-link", undefinedLink), badData)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -257,7 +247,7 @@ func TestTemplateStatusWrittenFromAStaleCacheIsPutRight(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	waitForNetworkData(t, ns, "node-0")
@@ -280,7 +270,7 @@ func TestHostsNoLongerSelectedAreOrphanedNotUndone(t *testing.T) {
 	racked := map[string]string{"rack": "r1"}
 	create(t,
 		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning")),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 		fixtures.Host(ns, "node-1", "52:54:00:aa:bb:02", racked),
 	)
@@ -319,7 +309,7 @@ func TestProvisionedHostsReportDriftUnlessAskedToUpdate(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	before := waitForNetworkData(t, ns, "node-0")
@@ -429,7 +419,7 @@ func TestOnlyAnAdoptingTemplateTakesHostsThatAreNotPaused(t *testing.T) {
 	racked := map[string]string{"rack": "r1"}
 	existing := fixtures.Host(ns, "existing", "52:54:00:aa:bb:01", racked)
 	delete(existing.Annotations, preprovv1.PausedAnnotation)
-	create(t, preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()), existing)
+	create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()), existing)
 
 	manager, writes := countingHostManager(t, false)
 	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "existing"))

@@ -40,7 +40,7 @@ func TestFailedAndConflictingHostsAreReportedOncePerOutcome(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("missing")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("missing")),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	manager, _ := countingHostManager(t, false)
@@ -65,7 +65,7 @@ func TestFailedAndConflictingHostsAreReportedOncePerOutcome(t *testing.T) {
 	require.Len(t, reported, 1)
 	assert.Contains(t, reported[0], "Warning "+baremetal.ReasonIPClaimFailed)
 
-	create(t, preprovTemplate(ns, "rack-r1-too", racked, fixtures.StaticNetworkData()))
+	create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1-too", racked, fixtures.StaticNetworkData()))
 	reported = reconcileThrice()
 	require.Len(t, reported, 1)
 	assert.Contains(t, reported[0], "Warning "+baremetal.ReasonTemplateConflict)

@@ -47,7 +47,7 @@ func TestHostThatBootsOverTheNetworkIsWarnedOnceAndSetUp(t *testing.T) {
 	media := fixtures.Host(ns, "media-0", "52:54:00:aa:bb:02", racked)
 	// The pool comes later: the host first fails, then waits, then is
 	// ready, and is warned once through all of it.
-	create(t, preprovTemplate(ns, "rack", racked, fixtures.PoolNetworkData("late")), pxe, media)
+	create(t, fixtures.PreprovisioningTemplate(ns, "rack", racked, fixtures.PoolNetworkData("late")), pxe, media)
 	waitForEvent(t, ns, "pxe-0", baremetal.ReasonIPClaimFailed)
 	note := waitForEvent(t, ns, "pxe-0", baremetal.ReasonBootNeedsDHCP)
 	assert.Contains(t, note, "ipmi://")
@@ -109,7 +109,7 @@ func bondNetworkData(pool string) *capm3.NetworkData {
 func TestBondParametersReachTheSecret(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "bonded"}
-	template := preprovTemplate(ns, "bonded", racked, nil)
+	template := fixtures.PreprovisioningTemplate(ns, "bonded", racked, nil)
 	template.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "bonded"}
 	template.Spec.BondParameters = map[string]map[string]intstr.IntOrString{
 		"bond1": {"miimon": intstr.FromInt32(100), "lacp_rate": intstr.FromString("fast")},
@@ -164,7 +164,7 @@ func TestRouteGatewayAnnotationOnADHCPNetworkIsRefused(t *testing.T) {
 		Gateway: capm3.NetworkGatewayv6{FromPoolAnnotation: capm3.FromPoolAnnotation{Object: "baremetalhost", Annotation: "pool.example.com/gw"}},
 	}}
 	racked := map[string]string{"rack": "slaac"}
-	template := preprovTemplate(ns, "slaac", racked, nil)
+	template := fixtures.PreprovisioningTemplate(ns, "slaac", racked, nil)
 	template.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "slaac"}
 	host := fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked)
 	host.Annotations["pool.example.com/gw"] = "gateways"

@@ -44,7 +44,7 @@ func TestHostWaitingOnAnExhaustedPoolGetsTheNextReleasedAddress(t *testing.T) {
 	create(t,
 		fixtures.Pool(ns, "tiny", "192.0.2.10", "192.0.2.10", "192.0.2.1"),
 		capm3Claim,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
 	)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.NotNil(c, claimOf(c, ns, capm3Claim.Name).Status.Address)
@@ -72,7 +72,7 @@ func TestHostSetUpEarlierIsWokenByANewPoolOfItsTemplate(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	waitForNetworkData(t, ns, "node-0")

@@ -57,7 +57,7 @@ func TestSecretNameTakenIsReportedNotRetriedBlindly(t *testing.T) {
 		StringData: map[string]string{"networkData": "the earlier host's"},
 	}
 	create(t, foreign, stale,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, "taken", "52:54:00:aa:bb:01", racked),
 		fixtures.Host(ns, "again", "52:54:00:aa:bb:02", racked),
 	)
@@ -93,7 +93,7 @@ func TestHostNameTooLongForItsSecretIsReported(t *testing.T) {
 	racked := map[string]string{"rack": "r1"}
 	longName := strings.Repeat("n", 240)
 	create(t,
-		preprovTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
 		fixtures.Host(ns, longName, "52:54:00:aa:bb:01", racked),
 	)
 	note := waitForEvent(t, ns, longName, baremetal.ReasonNameTooLong)
@@ -106,7 +106,7 @@ func TestHostNameTooLongForItsSecretIsReported(t *testing.T) {
 	claimTooLong := strings.Repeat("m", 230)
 	create(t,
 		fixtures.Pool(ns, pool, "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		preprovTemplate(ns, "rack-r2", map[string]string{"rack": "r2"}, fixtures.PoolNetworkData(pool)),
+		fixtures.PreprovisioningTemplate(ns, "rack-r2", map[string]string{"rack": "r2"}, fixtures.PoolNetworkData(pool)),
 		fixtures.Host(ns, claimTooLong, "52:54:00:aa:bb:02", map[string]string{"rack": "r2"}),
 	)
 	note = waitForEvent(t, ns, claimTooLong, baremetal.ReasonIPClaimFailed)

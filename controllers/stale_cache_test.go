@@ -50,7 +50,7 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	// the host's claims alone (a host no template selects gives them back).
 	m3mt := fixtures.MachineTemplate(ns, "workers", "pooled", workers)
 	delete(m3mt.Annotations, preprovv1.EnabledAnnotation)
-	suiteOnly := preprovTemplate(ns, "suite-only", workers, nil)
+	suiteOnly := fixtures.PreprovisioningTemplate(ns, "suite-only", workers, nil)
 	suiteOnly.Spec.DataTemplateRef = &corev1.LocalObjectReference{Name: "absent"}
 	create(t,
 		suiteOnly,

@@ -42,7 +42,7 @@ func TestTemplateStatusIsRightOnAFreshManagersFirstReconcile(t *testing.T) {
 	racked := map[string]string{"rack": "r1"}
 	create(t,
 		fixtures.Pool(ns, "tiny", "192.0.2.10", "192.0.2.11", "192.0.2.1"),
-		preprovTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("tiny")),
 		fixtures.DataTemplate(ns, "static", fixtures.StaticNetworkData()),
 		fixtures.MachineTemplate(ns, "workers", "static", workers),
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
