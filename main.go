@@ -30,6 +30,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capiflags "sigs.k8s.io/cluster-api/util/flags"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -73,13 +74,9 @@ const (
 
 func main() {
 	opts := options{}
-	fs := pflag.CommandLine
-	initFlags(fs, &opts)
 	zapOptions := zap.Options{}
-	zapOptions.BindFlags(flag.CommandLine)
-	// --kubeconfig (controller-runtime's) and the zap flags are Go flags.
-	fs.AddGoFlagSet(flag.CommandLine)
-	pflag.Parse()
+	fs := newFlagSet(os.Args[0], &opts, &zapOptions)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOptions)))
 	if err := resolveDeprecatedFlags(fs, &opts); err != nil {
@@ -90,6 +87,18 @@ func main() {
 		ctrl.Log.Error(err, "Manager failed")
 		os.Exit(1)
 	}
+}
+
+// newFlagSet is every flag of the manager: ours, --kubeconfig and the
+// logger's (Go flags, which controller-runtime defines).
+func newFlagSet(name string, opts *options, zapOptions *zap.Options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ExitOnError)
+	initFlags(fs, opts)
+	goFlags := flag.NewFlagSet(name, flag.ExitOnError)
+	config.RegisterFlags(goFlags)
+	zapOptions.BindFlags(goFlags)
+	fs.AddGoFlagSet(goFlags)
+	return fs
 }
 
 // initFlags defines the manager's flags, named as CAPI providers and CAPM3
@@ -107,7 +116,7 @@ func initFlags(fs *pflag.FlagSet, opts *options) {
 	fs.StringVar(&opts.namespace, "namespace", "",
 		"Watch and manage only this namespace (the multi-tenant install with a Role); default: all namespaces.")
 	fs.StringVar(&opts.watchFilter, "watch-filter", "",
-		"Watch and manage only objects labelled "+clusterv1.WatchLabel+"=<value>, so several managers split a fleet; default: all objects.")
+		"Watch and manage only objects whose label "+clusterv1.WatchLabel+" has this value, so several managers split a fleet; default: all objects.")
 	fs.BoolVar(&opts.allMachineTemplates, "all-machine-templates", false,
 		"Use every Metal3MachineTemplate as a template source, not only those annotated "+preprovv1.EnabledAnnotation+`: "true".`)
 	fs.BoolVar(&opts.poolPreallocations, "pool-preallocations", false,
