@@ -40,7 +40,7 @@ help: ## Show the targets.
 
 .PHONY: build
 build: ## Build the manager into bin/manager.
-	go build -o $(BIN)/manager .
+	CGO_ENABLED=0 go build -o $(BIN)/manager .
 
 # make run: a local control plane with the examples and the IPAM stand-in
 # (IPAM=none leaves IPAM to a real controller you point at its kubeconfig).
@@ -68,6 +68,10 @@ verify-generate: generate ## Fail if generated files are stale.
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		git status --porcelain -- api config; git diff --stat -- api config; \
 		echo "generated files are stale: run make generate and commit the result"; exit 1; fi
+
+.PHONY: docs-flags
+docs-flags: ## Regenerate README's table of the manager's flags (go test . checks that it is fresh).
+	go test . -run '^TestREADMEFlagTable$$' -count=1 -update-readme
 
 .PHONY: lint
 lint: ## Licence headers, gofmt and go vet.
@@ -132,9 +136,24 @@ $(CLUSTERCTL): hack/tools/clusterctl/go.mod
 
 ##@ Release
 
+# The manager's image: what make image and make docker-build build and what
+# make release-manifests names. bin/manager is static (CGO_ENABLED=0).
+IMG ?= quay.io/capm3-preprov/capm3-preprov
+TAG ?= v0.1.0
+IMAGE_ARCHIVE ?= out/capm3-preprov-image.tar
+CONTAINER_ENGINE ?= docker
+
+.PHONY: image
+image: build ## Build the image IMG:TAG from bin/manager into IMAGE_ARCHIVE without a container engine (for docker/podman load, kind load image-archive).
+	go run ./hack/image -binary $(BIN)/manager -image $(IMG):$(TAG) -out $(IMAGE_ARCHIVE) -revision "$$(git rev-parse HEAD 2>/dev/null || true)"
+
+.PHONY: docker-build
+docker-build: ## Build the image IMG:TAG from the Dockerfile with CONTAINER_ENGINE (docker).
+	$(CONTAINER_ENGINE) build --build-arg ARCH=$$(go env GOARCH) --build-arg TAG=$(TAG) -t $(IMG):$(TAG) .
+
 .PHONY: release-manifests
-release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into out/ (IMG, TAG, OUT).
-	KUSTOMIZE=$(KUSTOMIZE) hack/release-manifests.sh
+release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into out/, naming the image IMG:TAG (OUT).
+	KUSTOMIZE=$(KUSTOMIZE) IMG=$(IMG) TAG=$(TAG) hack/release-manifests.sh
 
 ##@ Clean
 
