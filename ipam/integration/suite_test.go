@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ipam
+// Package integration runs the ipam code that works through the API server
+// and is not a flow of the controllers: the sweep, on a control plane
+// without the garbage collector. The ipam package's own tests are pure and
+// need no control plane.
+package integration
 
 import (
 	"fmt"

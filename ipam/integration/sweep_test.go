@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ipam
+package integration
 
 import (
 	"context"
@@ -37,6 +37,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
@@ -70,7 +71,7 @@ func TestSweepReleasesClaimsOfDeletedHostsOnly(t *testing.T) {
 	}
 	require.NoError(t, k8sClient.Create(ctx, foreign))
 
-	sweeper := &Sweeper{Client: k8sClient, APIReader: k8sClient}
+	sweeper := &ipam.Sweeper{Client: k8sClient, APIReader: k8sClient}
 	require.NoError(t, sweeper.Sweep(ctx, ""))
 
 	exists := func(name string) bool { return claimExists(t, ns.Name, name) }
@@ -121,7 +122,7 @@ func TestSweepReleasesAddressesIPAMLeftBehindDeletedHosts(t *testing.T) {
 		require.NoError(t, k8sClient.Create(ctx, address))
 	}
 
-	sweeper := &Sweeper{Client: k8sClient, APIReader: k8sClient}
+	sweeper := &ipam.Sweeper{Client: k8sClient, APIReader: k8sClient}
 	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
 
 	for name, a := range addresses {
@@ -189,13 +190,13 @@ func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
 	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
 		"alive-pool": "192.0.2.10", "fresh-pool": "192.0.2.11", "gone-pool": "192.0.2.12",
 	}
-	pool.Annotations = map[string]string{PreallocatedForAnnotation: `["alive-pool","fresh-pool","gone-pool"]`}
+	pool.Annotations = map[string]string{ipam.PreallocatedForAnnotation: `["alive-pool","fresh-pool","gone-pool"]`}
 	require.NoError(t, k8sClient.Create(ctx, pool))
 
 	// The cache has not seen the host "fresh" yet.
 	cache := &laggingCache{Client: k8sClient, unseen: fresh.Name}
 	apiReader := &readCounter{Reader: k8sClient, reads: map[string]int{}}
-	sweeper := &Sweeper{Client: cache, APIReader: apiReader}
+	sweeper := &ipam.Sweeper{Client: cache, APIReader: apiReader}
 	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
 
 	exists := func(name string) bool { return claimExists(t, ns.Name, name) }
