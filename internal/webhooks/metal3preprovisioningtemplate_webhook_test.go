@@ -75,7 +75,7 @@ func TestValidTemplates(t *testing.T) {
 			template := newTemplate(t, spec)
 			for operation, validate := range validations() {
 				warnings, err := validate(template)
-				assert.NoError(t, err, operation)
+				require.NoError(t, err, operation)
 				assert.Empty(t, warnings, operation)
 			}
 		})

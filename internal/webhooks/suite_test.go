@@ -47,8 +47,9 @@ var (
 	restConfig     *rest.Config
 	webhookStarted healthz.Checker
 
-	startSuite sync.Once
-	suiteErr   error
+	// startSuite starts the control plane and the webhooks, once;
+	// stopSuite stops them.
+	startSuite = sync.OnceValue(startControlPlaneAndWebhooks)
 	stopSuite  func() error
 )
 
@@ -71,8 +72,7 @@ func apiClient(t *testing.T) client.Client {
 	if testing.Short() {
 		t.Skip("needs the test control plane; -short runs only the tests that call the webhooks directly")
 	}
-	startSuite.Do(func() { suiteErr = startControlPlaneAndWebhooks() })
-	require.NoError(t, suiteErr)
+	require.NoError(t, startSuite())
 	require.Eventually(t, func() bool { return webhookStarted(nil) == nil }, 30*time.Second, 20*time.Millisecond,
 		"the webhook server did not start")
 	return k8sClient
