@@ -1,0 +1,352 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/plugin"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
+)
+
+// readOnlyKubeconfig is a kubeconfig whose identity may get, list and watch
+// everything and write nothing: kubectl preprov must work with it, which
+// shows that it sends no write.
+var readOnlyKubeconfig = sync.OnceValues(func() (string, error) {
+	const name = "kubectl-preprov-reader"
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: framework.ServiceAccountUser("default", name)}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := k8sClient.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", err
+		}
+	}
+	return testEnv.ServiceAccountKubeconfig("default", name)
+})
+
+// runPlugin runs kubectl preprov as the read-only identity and returns
+// what it printed.
+func runPlugin(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	kubeconfig, err := readOnlyKubeconfig()
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	command := plugin.NewCommand(&out, &errOut)
+	command.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err = command.Execute()
+	return out.String(), err
+}
+
+// TestPluginRendersWhatTheControllerWrote renders every example host with
+// kubectl preprov, from the cluster and from the example's files with the
+// host's addresses, and compares the bytes with the Secret the controller
+// wrote.
+func TestPluginRendersWhatTheControllerWrote(t *testing.T) {
+	for _, folder := range exampleFolders(t) {
+		t.Run(folder, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			example := applyExample(t, ns, folder)
+			for host := range waitForExample(t, ns, example) {
+				secret := &corev1.Secret{}
+				key := client.ObjectKey{Namespace: ns, Name: baremetal.NetworkDataSecretName(host)}
+				require.NoError(t, k8sClient.Get(context.Background(), key, secret))
+				want := string(secret.Data[preprovv1.NetworkDataKey]) + "\n"
+
+				fromCluster, err := runPlugin(t, "render", host, "-n", ns, "-o", "networkdata")
+				require.NoError(t, err, host)
+				assert.Equal(t, want, fromCluster, "%s: rendered from the cluster", host)
+
+				args := []string{"render", host, "-f", filepath.Join(examplesDir, folder), "-o", "networkdata"}
+				for pool, ip := range hostAddresses(t, ns, host) {
+					args = append(args, "--address", pool+"="+ip)
+				}
+				fromFiles, err := runPlugin(t, args...)
+				require.NoError(t, err, host)
+				assert.Equal(t, want, fromFiles, "%s: rendered from the example's files", host)
+			}
+		})
+	}
+}
+
+// hostAddresses returns the host's address on each pool, from its claims.
+func hostAddresses(t *testing.T, ns, host string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	claims := &ipamv1.IPClaimList{}
+	require.NoError(t, k8sClient.List(ctx, claims, client.InNamespace(ns)))
+	addresses := map[string]string{}
+	for _, claim := range claims.Items {
+		if len(claim.OwnerReferences) == 0 || claim.OwnerReferences[0].Name != host || claim.Status.Address == nil {
+			continue
+		}
+		address := &ipamv1.IPAddress{}
+		require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.Status.Address.Name}, address))
+		addresses[claim.Spec.Pool.Name] = string(address.Spec.Address)
+	}
+	return addresses
+}
+
+func TestPluginRenderShowsClaimsItWouldMake(t *testing.T) {
+	ns := newNamespace(t)
+	pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+	pool.Spec.ClusterName = ptr.To("not-yet")
+	create(t, pool,
+		fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+		fixtures.MachineTemplate(ns, "workers", "pooled", workers),
+		fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		claim := &ipamv1.IPClaim{}
+		assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "worker-0-provisioning"}, claim))
+	}, waitTimeout, pollInterval)
+
+	// The claim waits: IPAM serves the pool only once its Cluster exists.
+	out, err := runPlugin(t, "render", "worker-0", "-n", ns)
+	require.ErrorContains(t, err, "spec.clusterName")
+	assert.Contains(t, out, "IPClaim worker-0-provisioning on IPPool provisioning: no address yet: waiting for IPAM")
+
+	// An address of one's choice renders the document.
+	out, err = runPlugin(t, "render", "worker-0", "-n", ns, "--address", "provisioning=192.0.2.12")
+	require.NoError(t, err)
+	assert.Contains(t, out, "IPClaim worker-0-provisioning on IPPool provisioning: 192.0.2.12/24, gateway 192.0.2.1, DNS 192.0.2.53")
+	assert.Contains(t, out, `"ip_address": "192.0.2.12"`)
+
+	// A host the controller leaves alone: the claim it would make, which
+	// the read-only identity could not have created.
+	held := fixtures.Host(ns, "held-0", "52:54:00:aa:bb:02", workers)
+	held.Annotations["cluster.x-k8s.io/paused"] = ""
+	create(t, held)
+	out, err = runPlugin(t, "render", "held-0", "-n", ns)
+	require.ErrorContains(t, err, "waiting for IPAM")
+	assert.Contains(t, out, `Would:          create IPClaim "held-0-provisioning"`)
+	err = k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "held-0-provisioning"}, &ipamv1.IPClaim{})
+	assert.True(t, apierrors.IsNotFound(err), "kubectl preprov created an IPClaim: %v", err)
+}
+
+// explainCase sets up one situation in a namespace and names the host to
+// explain.
+type explainCase struct {
+	name  string
+	setUp func(t *testing.T, ns string) string
+	want  plugin.Situation
+	// says are parts of the explanation.
+	says []string
+}
+
+// TestPluginExplains sets up each situation a host can be in and checks
+// what kubectl preprov explain says about it.
+func TestPluginExplains(t *testing.T) {
+	for _, tt := range []explainCase{{
+		name: "set up",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns, "worker-0")
+			waitForNetworkData(t, ns, "worker-0")
+			return "worker-0"
+		},
+		want: plugin.SituationSetUp,
+		says: []string{"set up from Metal3MachineTemplate/workers", "Normal  PreprovisioningNetworkDataSet: set up from",
+			"label preprovisioning.metal3.io/managed=true"},
+	}, {
+		name: "inspection stalls",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns, "worker-0")
+			waitForNetworkData(t, ns, "worker-0")
+			host := getHost(t, ns, "worker-0")
+			original := host.DeepCopy()
+			host.Annotations[preprovv1.UnpausedAtAnnotation] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+			require.NoError(t, k8sClient.Patch(context.Background(), host, client.MergeFrom(original)))
+			host.Status.Provisioning.State = bmov1alpha1.StateInspecting
+			require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+			return "worker-0"
+		},
+		want: plugin.SituationStalled,
+		says: []string{"the host is still inspecting 15m0s after we set its network data", "Usual causes"},
+	}, {
+		name: "paused by someone else",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns)
+			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
+			host.Annotations[preprovv1.PausedAnnotation] = "metal3.io/capm3"
+			create(t, host)
+			return "worker-0"
+		},
+		want: plugin.SituationPausedByOthers,
+		says: []string{`paused with "metal3.io/capm3" by someone else`},
+	}, {
+		name: "no template",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns)
+			create(t, fixtures.Host(ns, "stray-0", "52:54:00:aa:bb:01", map[string]string{"role": "stray"}))
+			return "stray-0"
+		},
+		want: plugin.SituationNoTemplate,
+		says: []string{"no template selects the host", "label the host to match a template's hostSelector"},
+	}, {
+		name: "two templates",
+		setUp: func(t *testing.T, ns string) string {
+			create(t, fixtures.PreprovisioningTemplate(ns, "also-workers", workers, fixtures.StaticNetworkData()))
+			createPooledWorkers(t, ns, "worker-0")
+			return "worker-0"
+		},
+		want: plugin.SituationConflict,
+		says: []string{"selected by 2 templates (Metal3MachineTemplate/workers, Metal3PreprovisioningTemplate/also-workers)"},
+	}, {
+		name: "a missing Metal3DataTemplate",
+		setUp: func(t *testing.T, ns string) string {
+			create(t, fixtures.MachineTemplate(ns, "workers", "missing", workers), fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
+			return "worker-0"
+		},
+		want: plugin.SituationInvalidTemplate,
+		says: []string{`names Metal3DataTemplate "missing", which does not exist`},
+	}, {
+		name: "no MAC before inspection",
+		setUp: func(t *testing.T, ns string) string {
+			networkData := fixtures.PoolNetworkData("provisioning")
+			networkData.Links.Ethernets = append(networkData.Links.Ethernets, capm3.NetworkDataLinkEthernet{
+				Type: "phy", Id: "enp2s0", MTU: 1500, MACAddress: &capm3.NetworkLinkEthernetMac{FromHostInterface: "enp2s0"},
+			})
+			create(t,
+				fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+				fixtures.DataTemplate(ns, "two-nics", networkData),
+				fixtures.MachineTemplate(ns, "workers", "two-nics", workers),
+				fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
+			return "worker-0"
+		},
+		want: plugin.SituationRenderFailed,
+		says: []string{"the BareMetalHost is not inspected yet", "use macAddress.string or macAddress.fromAnnotation"},
+	}, {
+		name: "waiting for IPAM",
+		setUp: func(t *testing.T, ns string) string {
+			pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+			pool.Spec.ClusterName = ptr.To("not-yet")
+			create(t, pool,
+				fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+				fixtures.MachineTemplate(ns, "workers", "pooled", workers),
+				fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
+			return "worker-0"
+		},
+		want: plugin.SituationWaitingForIPAM,
+		says: []string{`IPPool "provisioning" has spec.clusterName "not-yet"`, "check that Metal3 IPAM runs"},
+	}, {
+		name: "an exhausted pool",
+		setUp: func(t *testing.T, ns string) string {
+			create(t,
+				fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.10", "192.0.2.1"),
+				fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
+				fixtures.MachineTemplate(ns, "workers", "pooled", workers),
+				fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
+			waitForNetworkData(t, ns, "worker-0")
+			create(t, fixtures.Host(ns, "worker-1", "52:54:00:aa:bb:02", workers))
+			return "worker-1"
+		},
+		want: plugin.SituationClaimFailed,
+		says: []string{"Exhausted IP Pools", "grow the pool"},
+	}, {
+		name: "held by Cluster API",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns)
+			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
+			host.Annotations["cluster.x-k8s.io/paused"] = ""
+			create(t, host)
+			return "worker-0"
+		},
+		want: plugin.SituationLeftAlone,
+		says: []string{"does not look at it"},
+	}, {
+		name: "not handed over",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns)
+			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
+			host.Annotations = nil
+			create(t, host)
+			return "worker-0"
+		},
+		want: plugin.SituationNotHandedOver,
+		says: []string{"neither paused for preprovisioning nor set up by capm3-preprov"},
+	}, {
+		name: "orphaned",
+		setUp: func(t *testing.T, ns string) string {
+			createPooledWorkers(t, ns, "worker-0")
+			waitForNetworkData(t, ns, "worker-0")
+			require.NoError(t, k8sClient.Delete(context.Background(), &capm3.Metal3MachineTemplate{ObjectMeta: metaNamed(ns, "workers")}))
+			return "worker-0"
+		},
+		want: plugin.SituationOrphaned,
+		says: []string{"no template selects this host any more (it was set up by Metal3MachineTemplate/workers)"},
+	}, {
+		name: "drift",
+		setUp: func(t *testing.T, ns string) string {
+			racked := map[string]string{"rack": "r1"}
+			create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()), fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked))
+			waitForNetworkData(t, ns, "node-0")
+			host := getHost(t, ns, "node-0")
+			host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+			require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+			template := getTemplate(t, ns, "rack-r1")
+			original := template.DeepCopy()
+			template.Spec.NetworkData.Links.Ethernets[0].MTU = 9000
+			require.NoError(t, k8sClient.Patch(context.Background(), template, client.MergeFrom(original)))
+			return "node-0"
+		},
+		want: plugin.SituationDrift,
+		says: []string{"now renders different network data, but the host is provisioned", "preprovisioning.metal3.io/rerender=true"},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			host := tt.setUp(t, ns)
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				out, err := runPlugin(t, "explain", host, "-n", ns)
+				require.NoError(c, err)
+				firstLine, _, _ := strings.Cut(out, "\n")
+				require.Equal(c, "BareMetalHost "+ns+"/"+host+": "+string(tt.want), firstLine, out)
+				for _, says := range tt.says {
+					assert.Contains(c, out, says)
+				}
+			}, waitTimeout, pollInterval)
+		})
+	}
+}

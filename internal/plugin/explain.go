@@ -1,0 +1,247 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// Situation names where a host stands, for explain.
+type Situation string
+
+// The situations explain tells apart.
+const (
+	SituationLeftAlone       Situation = "LeftAlone"
+	SituationBeingDeleted    Situation = "BeingDeleted"
+	SituationPausedByOthers  Situation = "PausedBySomeoneElse"
+	SituationNotHandedOver   Situation = "NotHandedOver"
+	SituationNoTemplate      Situation = "NoTemplate"
+	SituationConflict        Situation = "Conflict"
+	SituationInvalidTemplate Situation = "InvalidTemplate"
+	SituationRenderFailed    Situation = "RenderFailed"
+	SituationClaimFailed     Situation = "IPClaimFailed"
+	SituationWaitingForIPAM  Situation = "WaitingForIPAM"
+	SituationWaiting         Situation = "Waiting"
+	SituationFailed          Situation = "Failed"
+	SituationNotSetUpYet     Situation = "NotSetUpYet"
+	SituationSetUp           Situation = "SetUp"
+	SituationStalled         Situation = "InspectionStalled"
+	SituationDrift           Situation = "Drift"
+	SituationOrphaned        Situation = "Orphaned"
+)
+
+// Explanation is why a host is where it is: what the controller recorded on
+// it, and what the controller's own code finds now.
+type Explanation struct {
+	Host *bmov1alpha1.BareMetalHost
+	// Recorded are our labels and annotations on the host, and its pause.
+	Recorded []string
+	// Events are the host's events from us, oldest first.
+	Events []corev1.Event
+	// Outcome is what a reconcile of the host finds now.
+	Outcome   baremetal.Outcome
+	Situation Situation
+	// Why says where the host stands, Fix what to do about it.
+	Why, Fix string
+	// Warnings are what the controller warns about besides the outcome.
+	Warnings []string
+	// Writes are what the controller would write on its next reconcile.
+	Writes []string
+}
+
+// explain runs the controller's reconcile of the host with its writes
+// recorded instead of sent, and tells the outcome with its fix.
+func explain(ctx context.Context, o *Options, live client.WithWatch, key client.ObjectKey) (*Explanation, error) {
+	host := &bmov1alpha1.BareMetalHost{}
+	if err := live.Get(ctx, key, host); err != nil {
+		return nil, err
+	}
+	result := &Explanation{Host: host, Recorded: recorded(host)}
+	var err error
+	if result.Events, err = hostEvents(ctx, live, host); err != nil {
+		return nil, err
+	}
+	if ownership.PausedOrMoving(host) {
+		result.Situation = SituationLeftAlone
+		result.Why = "Cluster API tells controllers to leave this host alone (annotation cluster.x-k8s.io/paused or " +
+			"clusterctl.cluster.x-k8s.io/delete-for-move): the controller does not look at it"
+		result.Fix = "remove cluster.x-k8s.io/paused when the hold is over; a host marked for a clusterctl move is set up on the target cluster"
+		return result, nil
+	}
+
+	recorder := &writeRecorder{scheme: o.scheme}
+	dryRun := recorder.client(live)
+	manager := &baremetal.HostManager{
+		Client:                 dryRun,
+		Templates:              &baremetal.Templates{Reader: live, AllMachineTemplates: o.AllMachineTemplates},
+		Claims:                 &ipam.Claims{Client: dryRun},
+		Recorder:               recorder,
+		APIReader:              live,
+		InspectionStallTimeout: o.InspectionStallTimeout,
+	}
+	outcome, err := manager.Reconcile(ctrl.LoggerInto(ctx, logr.Discard()), host.DeepCopy())
+	if err != nil {
+		return nil, err
+	}
+	result.Outcome, result.Writes = outcome, recorder.Writes
+	result.Situation, result.Why, result.Fix = situation(host, outcome, len(recorder.Writes) > 0)
+	if outcome.CollidingData != "" {
+		result.Warnings = append(result.Warnings, baremetal.CAPM3NameCollisionMessage(host.Name, outcome.CollidingData))
+	}
+	if outcome.BootNeedsDHCP != "" {
+		result.Warnings = append(result.Warnings, baremetal.BootNeedsDHCPMessage(outcome.BootNeedsDHCP))
+	}
+	if len(outcome.LeftOvers) > 0 {
+		result.Warnings = append(result.Warnings, baremetal.LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
+	}
+	return result, nil
+}
+
+// situation tells the outcome in words, with its fix. The controller's
+// messages already name the fix of a failure; this adds one where they do
+// not.
+func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, writes bool) (Situation, string, string) {
+	switch outcome.Phase {
+	case baremetal.PhaseIgnored:
+		switch {
+		case !host.DeletionTimestamp.IsZero():
+			return SituationBeingDeleted, "the host is being deleted; its claims and Secret go with it",
+				"nothing: BMO deletes it once it has deprovisioned it"
+		case ownership.PausedBySomeoneElse(host):
+			return SituationPausedByOthers, fmt.Sprintf("the host is paused with %q by someone else (CAPM3 pauses with "+
+					"metal3.io/capm3, clusterctl move and users with their own values): the controller never touches such a host",
+					host.Annotations[preprovv1.PausedAnnotation]),
+				fmt.Sprintf("to hand it to capm3-preprov, set %s: %s instead, once whoever paused it is done",
+					preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
+		}
+		return SituationNotHandedOver, "the host is neither paused for preprovisioning nor set up by capm3-preprov, and no " +
+				"template that selects it adopts existing hosts",
+			fmt.Sprintf("register hosts with %s: %s, or set spec.adoptExistingHosts on a Metal3PreprovisioningTemplate "+
+				"that selects it", preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
+	case baremetal.PhaseNoTemplate:
+		return SituationNoTemplate, "no template selects the host: it stays paused until one does",
+			"label the host to match a template's hostSelector, or create a template that selects it; a Metal3MachineTemplate " +
+				"is a template only with the annotation " + preprovv1.EnabledAnnotation + `: "true"` +
+				" (or with the manager's --all-machine-templates)"
+	case baremetal.PhaseConflict:
+		return SituationConflict, outcome.Message, "narrow one template's hostSelector or relabel the host"
+	case baremetal.PhaseFailed:
+		return failed(outcome)
+	case baremetal.PhaseWaiting:
+		if strings.Contains(outcome.Message, "waiting for IPAM") {
+			return SituationWaitingForIPAM, outcome.Message,
+				"check that Metal3 IPAM runs and serves the pool: a pool with spec.clusterName is served only once that Cluster exists"
+		}
+		return SituationWaiting, outcome.Message, "nothing: the host moves on by itself"
+	case baremetal.PhaseReady:
+		switch {
+		case outcome.InspectionStalled:
+			return SituationStalled, outcome.Message, "go through the usual causes the message lists: the host's status.errorMessage " +
+				"(BMO's) and kubectl preprov render (what the ramdisk got) tell most of them apart"
+		case writes:
+			return SituationNotSetUpYet, "the controller would set the host up now (see the writes below), but has not",
+				"check that the manager runs and manages this namespace (its --namespace and --watch-filter flags)"
+		}
+		return SituationSetUp, fmt.Sprintf("set up from %s: spec.preprovisioningNetworkDataName is %q and BMO has the host",
+				outcome.Template, host.Spec.PreprovisioningNetworkDataName),
+			"nothing; if inspection does not start, check what the ramdisk got (kubectl preprov render) and docs/ramdisk.md"
+	case baremetal.PhaseDrifted:
+		return SituationDrift, outcome.Message, fmt.Sprintf("annotate the host %s=true to re-render it once, or leave it: "+
+			"a provisioned host keeps its network data", preprovv1.RerenderAnnotation)
+	case baremetal.PhaseOrphaned:
+		return SituationOrphaned, outcome.Message, "nothing, or label the host for a template again: it keeps its data and addresses"
+	}
+	return Situation(outcome.Phase), outcome.Message, ""
+}
+
+func failed(outcome baremetal.Outcome) (Situation, string, string) {
+	switch outcome.Reason {
+	case baremetal.ReasonTemplateInvalid:
+		return SituationInvalidTemplate, outcome.Message, "fix the template as the message says"
+	case baremetal.ReasonRenderFailed:
+		return SituationRenderFailed, outcome.Message, "fix the template or the host as the message says " +
+			"(check a template before applying it with kubectl preprov render -f)"
+	case baremetal.ReasonIPClaimFailed:
+		return SituationClaimFailed, outcome.Message, "grow the pool (spec.pools) or free one of its addresses, or fix the claim the message names"
+	}
+	return SituationFailed, outcome.Message, "as the message says"
+}
+
+// recorded lists what we keep on a host: our labels and annotations, and
+// its pause.
+func recorded(host *bmov1alpha1.BareMetalHost) []string {
+	var lines []string
+	for _, key := range slices.Sorted(maps.Keys(host.Labels)) {
+		if strings.HasPrefix(key, ourPrefix) {
+			lines = append(lines, fmt.Sprintf("label %s=%s", key, host.Labels[key]))
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(host.Annotations)) {
+		if strings.HasPrefix(key, ourPrefix) || key == preprovv1.PausedAnnotation {
+			lines = append(lines, fmt.Sprintf("annotation %s=%s", key, host.Annotations[key]))
+		}
+	}
+	return lines
+}
+
+// hostEvents returns the host's events from capm3-preprov, oldest first.
+func hostEvents(ctx context.Context, reader client.Reader, host *bmov1alpha1.BareMetalHost) ([]corev1.Event, error) {
+	list := &corev1.EventList{}
+	if err := reader.List(ctx, list, client.InNamespace(host.Namespace),
+		client.MatchingFields{"involvedObject.uid": string(host.UID)}); err != nil {
+		return nil, fmt.Errorf("listing the events of %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	var events []corev1.Event
+	for _, event := range list.Items {
+		if event.Action == baremetal.EventAction {
+			events = append(events, event)
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return lastSeen(events[i]).Before(lastSeen(events[j])) })
+	return events, nil
+}
+
+// ourPrefix starts the names of our labels and annotations.
+const ourPrefix = "preprovisioning.metal3.io/"
+
+// lastSeen is when an event last happened, whichever API wrote it.
+func lastSeen(event corev1.Event) time.Time {
+	switch {
+	case event.Series != nil:
+		return event.Series.LastObservedTime.Time
+	case !event.EventTime.IsZero():
+		return event.EventTime.Time
+	}
+	return event.LastTimestamp.Time
+}

@@ -1,0 +1,143 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+)
+
+// Preview is the network data a host would get now and what it is made
+// of, found with the controller's functions: its template selection, its
+// claims (online) and its renderer.
+type Preview struct {
+	Host *bmov1alpha1.BareMetalHost
+	// Selecting are the templates that select the host.
+	Selecting []baremetal.TemplateRef
+	// Invalid are the templates of the namespace that select no host, and why.
+	Invalid []string
+	// Template governs the host; empty when none does, and Problem says why.
+	Template baremetal.TemplateRef
+	// Claims are the host's address on each pool its network data uses, or
+	// why there is none.
+	Claims []ipam.PoolState
+	// Writes are what the controller would write for the claims.
+	Writes []string
+	// NetworkData is the document the host's Secret would hold.
+	NetworkData []byte
+	// Problem says why there is no document.
+	Problem string
+}
+
+// claimSource gives the host's address on each pool.
+type claimSource func(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) ([]ipam.PoolState, []string, error)
+
+// preview renders a host's network data as the controller would, with the
+// addresses the claims give. It returns an error only when reading fails; a
+// host that cannot be rendered has a Problem.
+func preview(ctx context.Context, templates *baremetal.Templates, claims claimSource, host *bmov1alpha1.BareMetalHost) (*Preview, error) {
+	result := &Preview{Host: host}
+	list, err := templates.List(ctx, host.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	matching, invalid := baremetal.Selecting(list, host.Labels)
+	for _, err := range invalid {
+		result.Invalid = append(result.Invalid, err.Error())
+	}
+	for _, template := range matching {
+		result.Selecting = append(result.Selecting, template.Ref)
+	}
+	if len(matching) > 1 {
+		setUpFrom, _ := baremetal.ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+		resolution, err := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
+		if err != nil {
+			return nil, err
+		}
+		if resolution.Governing == nil {
+			result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",
+				len(matching), joinRefs(result.Selecting))
+			return result, nil
+		}
+		matching = []baremetal.Template{*resolution.Governing}
+	}
+	if len(matching) == 0 {
+		result.Problem = "no template selects this host"
+		return result, nil
+	}
+	template := matching[0]
+	result.Template = template.Ref
+
+	networkData, err := templates.NetworkData(ctx, host.Namespace, template)
+	if err != nil {
+		var templateErr *baremetal.TemplateError
+		if errors.As(err, &templateErr) {
+			result.Problem = templateErr.Message
+			return result, nil
+		}
+		return nil, err
+	}
+	facts := baremetal.HostFacts(host)
+	plan, err := networkdata.Compile(networkData, facts, template.NetworkDataOptions()...)
+	if err != nil {
+		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
+		return result, nil
+	}
+	if result.Claims, result.Writes, err = claims(ctx, host, plan.Pools()); err != nil {
+		return nil, err
+	}
+	addresses := map[string]networkdata.Address{}
+	var missing []string
+	for _, claim := range result.Claims {
+		switch {
+		case claim.Address != nil:
+			addresses[claim.Pool] = *claim.Address
+		case claim.Failed != "":
+			missing = append(missing, claim.Failed)
+		default:
+			missing = append(missing, claim.Waiting)
+		}
+	}
+	if len(missing) > 0 {
+		result.Problem = strings.Join(missing, "; ")
+		if !strings.Contains(result.Problem, "--address") {
+			result.Problem += " (--address <pool>=<IP> renders with an address of your choice)"
+		}
+		return result, nil
+	}
+	if result.NetworkData, err = plan.Render(addresses); err != nil {
+		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
+	}
+	return result, nil
+}
+
+func joinRefs(refs []baremetal.TemplateRef) string {
+	names := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		names = append(names, ref.String())
+	}
+	return strings.Join(names, ", ")
+}
