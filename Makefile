@@ -39,8 +39,9 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: build
-build: ## Build the manager into bin/manager.
+build: ## Build the manager into bin/manager and the kubectl plugin into bin/kubectl-preprov.
 	CGO_ENABLED=0 go build -o $(BIN)/manager .
+	go build -o $(BIN)/kubectl-preprov ./cmd/kubectl-preprov
 
 # make run: a local control plane with the examples and the IPAM stand-in
 # (IPAM=none leaves IPAM to a real controller you point at its kubeconfig).
@@ -158,8 +159,8 @@ release-manifests: $(KUSTOMIZE) ## Build the clusterctl release assets into out/
 ##@ Clean
 
 .PHONY: clean
-clean: ## Remove the manager binary and release output; keeps the slow-to-build tools and control plane.
-	rm -f $(BIN)/manager
+clean: ## Remove the manager and plugin binaries and release output; keeps the slow-to-build tools and control plane.
+	rm -f $(BIN)/manager $(BIN)/kubectl-preprov
 	rm -rf out
 
 .PHONY: clean-all
