@@ -120,7 +120,7 @@ type ControlPlane struct {
 // (bin/k8s when unset), installs every CRD and starts what input asks for.
 // On error, what was started is stopped.
 func StartControlPlane(input StartControlPlaneInput) (_ *ControlPlane, err error) {
-	if err := UseKubeBinaries(); err != nil {
+	if err = UseKubeBinaries(); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "capm3-preprov-control-plane-")
@@ -151,12 +151,12 @@ func StartControlPlane(input StartControlPlaneInput) (_ *ControlPlane, err error
 		// As config/webhook builds them: its patches (the auto-pause
 		// webhook's namespaceSelector) are part of what is installed.
 		webhooks := filepath.Join(cp.dir, "webhooks.yaml")
-		if _, err := KustomizeBuild("webhook", webhooks); err != nil {
+		if _, err = KustomizeBuild("webhook", webhooks); err != nil {
 			return nil, err
 		}
 		cp.env.WebhookInstallOptions.Paths = []string{webhooks}
 	}
-	if err := cp.configureAPIServer(input); err != nil {
+	if err = cp.configureAPIServer(input); err != nil {
 		return nil, err
 	}
 	if cp.Config, err = cp.env.Start(); err != nil {
@@ -175,7 +175,7 @@ func StartControlPlane(input StartControlPlaneInput) (_ *ControlPlane, err error
 		}
 	}
 	if input.CAPM3Webhook {
-		if err := cp.startCAPM3Webhook(); err != nil {
+		if err = cp.startCAPM3Webhook(); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +262,7 @@ func (cp *ControlPlane) Stop() error {
 // It returns the secure port it listened on before and listens on after.
 func (cp *ControlPlane) CrashAPIServer(down time.Duration) (before, after string, err error) {
 	apiServer := cp.env.ControlPlane.APIServer
-	before = apiServer.SecureServing.Port
+	before = apiServer.Port
 	pid, err := ChildProcess("kube-apiserver")
 	if err != nil {
 		return before, "", err
@@ -281,5 +281,5 @@ func (cp *ControlPlane) CrashAPIServer(down time.Duration) (before, after string
 	if err := apiServer.Start(); err != nil {
 		return before, "", fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
-	return before, apiServer.SecureServing.Port, nil
+	return before, apiServer.Port, nil
 }

@@ -36,7 +36,7 @@ type sample struct {
 
 // ScrapeMetrics reads a metrics endpoint.
 func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nil, err
 	}

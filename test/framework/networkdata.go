@@ -37,7 +37,7 @@ func NetworkData(ctx context.Context, c client.Reader, namespace, host string) (
 	}
 	var document map[string]any
 	if err := json.Unmarshal(secret.Data[preprovv1.NetworkDataKey], &document); err != nil {
-		return nil, fmt.Errorf("Secret %s: %w", key, err)
+		return nil, fmt.Errorf("decoding the network data of Secret %s: %w", key, err)
 	}
 	return document, nil
 }

@@ -76,7 +76,7 @@ func ChildProcess(name string) (int, error) {
 func waitGone(pid int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
