@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -108,25 +107,14 @@ func (m *ManagerProcess) Start() error {
 }
 
 func (m *ManagerProcess) waitReady(url string) error {
-	httpClient := &http.Client{Timeout: time.Second}
-	deadline := time.After(managerReadyTimeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if response, err := httpClient.Get(url); err == nil {
-			response.Body.Close()
-			if response.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-m.exited:
-			return fmt.Errorf("%s exited before it was ready; see %s", m.Name, m.LogPath)
-		case <-deadline:
-			return fmt.Errorf("%s not ready after %s; see %s", m.Name, managerReadyTimeout, m.LogPath)
-		case <-tick.C:
-		}
+	err := WaitForOK(context.Background(), url, managerReadyTimeout, m.exited)
+	if errors.Is(err, ErrProcessExited) {
+		return fmt.Errorf("%s exited before it was ready; see %s", m.Name, m.LogPath)
 	}
+	if err != nil {
+		return fmt.Errorf("%s not ready: %w; see %s", m.Name, err, m.LogPath)
+	}
+	return nil
 }
 
 // Stop sends SIGTERM, as a Pod's deletion does (the manager releases its

@@ -17,8 +17,10 @@ limitations under the License.
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,4 +84,36 @@ func waitGone(pid int, timeout time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("process %d still there after %s", pid, timeout)
+}
+
+// ErrProcessExited is WaitForOK's answer when the process exits first.
+var ErrProcessExited = errors.New("the process exited")
+
+// WaitForOK polls GET url every 100 ms until it answers 200 OK, the
+// process exits (exited is closed) or timeout passes.
+func WaitForOK(ctx context.Context, url string, timeout time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	httpClient := http.Client{Timeout: 5 * time.Second}
+	for {
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+		if err != nil {
+			return err
+		}
+		if response, err := httpClient.Do(request); err == nil {
+			_ = response.Body.Close()
+			if response.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return ErrProcessExited
+		case <-ctx.Done():
+			return fmt.Errorf("GET %s did not answer 200 OK within %s", url, timeout)
+		case <-ticker.C:
+		}
+	}
 }

@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,33 +196,17 @@ dhcp_provider = none
 `, database, port)
 }
 
-// waitReady polls GET /v1 until it answers 200, the process exits or the
+// waitReady waits until GET /v1 answers 200, the process exits or the
 // timeout passes.
 func (s *Server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
-	defer cancel()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	httpClient := http.Client{Timeout: 5 * time.Second}
-	for {
-		request, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1", nil)
-		if err != nil {
-			return err
-		}
-		if response, err := httpClient.Do(request); err == nil {
-			response.Body.Close()
-			if response.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("ironic exited before its API answered: %v; its log ends with:\n%s", s.exitErr, s.logTail(20))
-		case <-ctx.Done():
-			return fmt.Errorf("ironic's API at %s did not answer GET /v1 within %s", s.URL, StartTimeout)
-		case <-ticker.C:
-		}
+	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.exited)
+	if errors.Is(err, framework.ErrProcessExited) {
+		return fmt.Errorf("ironic exited before its API answered: %v; its log ends with:\n%s", s.exitErr, s.logTail(20))
 	}
+	if err != nil {
+		return fmt.Errorf("ironic's API: %w", err)
+	}
+	return nil
 }
 
 // newClient is gophercloud's noauth bare metal client, as BMO builds it,
