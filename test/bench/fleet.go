@@ -34,16 +34,15 @@ import (
 )
 
 // The fleet: hosts spread over racks, one opted-in Metal3MachineTemplate and
-// Metal3DataTemplate per rack, and two pools every host takes an address from.
+// Metal3DataTemplate per rack, and the two pools of fixtures every host takes
+// an address from.
 const (
-	racks            = 4
-	provisioningPool = "provisioning"
-	storagePool      = "storage"
+	racks = 4
 	// creators is how many hosts the harness registers at once.
 	creators = 8
 )
 
-var pools = []string{provisioningPool, storagePool}
+var pools = []string{fixtures.ProvisioningPool, fixtures.StoragePool}
 
 // fleet is the objects of one namespace.
 type fleet struct {
@@ -64,8 +63,8 @@ func (f fleet) bootMAC(i int) string { return fixtures.MAC(f.namespace, 1, i) }
 func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}},
-		pool(f.namespace, provisioningPool, "10.10"),
-		pool(f.namespace, storagePool, "10.20"),
+		pool(f.namespace, fixtures.ProvisioningPool, "10.10"),
+		pool(f.namespace, fixtures.StoragePool, "10.20"),
 	}
 	for r := range racks {
 		rack := rackOf(r)
@@ -100,7 +99,7 @@ const bootMACAnnotation = "network.example.com/boot-mac"
 // with an address from the provisioning pool, a default route and DNS from
 // it, and a storage VLAN on the same NIC with an address from the storage pool.
 func networkData(rack int) *capm3.NetworkData {
-	nd := fixtures.PoolNetworkData(provisioningPool)
+	nd := fixtures.PoolNetworkData(fixtures.ProvisioningPool)
 	nd.Links.Ethernets[0].MTU = 9000
 	nd.Links.Ethernets[0].MACAddress = &capm3.NetworkLinkEthernetMac{FromHostInterface: "eno1"}
 	nd.Links.Vlans = []capm3.NetworkDataLinkVlan{{
@@ -110,7 +109,7 @@ func networkData(rack int) *capm3.NetworkData {
 		}},
 	}}
 	nd.Networks.IPv4 = append(nd.Networks.IPv4, capm3.NetworkDataIPv4{
-		ID: "storage", Link: "storage", IPAddressFromIPPool: storagePool,
+		ID: "storage", Link: "storage", IPAddressFromIPPool: fixtures.StoragePool,
 	})
 	return nd
 }
