@@ -188,7 +188,7 @@ func TestPluginExplains(t *testing.T) {
 		},
 		want: plugin.SituationSetUp,
 		says: []string{"set up from Metal3MachineTemplate/workers", "Normal  PreprovisioningNetworkDataSet: set up from",
-			"label preprovisioning.metal3.io/managed=true"},
+			"labels: preprovisioning.metal3.io/managed=true,role=worker"},
 	}, {
 		name: "inspection stalls",
 		setUp: func(t *testing.T, ns string) string {
@@ -223,7 +223,8 @@ func TestPluginExplains(t *testing.T) {
 			return "stray-0"
 		},
 		want: plugin.SituationNoTemplate,
-		says: []string{"no template selects the host", "label the host to match a template's hostSelector"},
+		says: []string{"no template selects the host", "label the host to match a template's hostSelector",
+			"Metal3MachineTemplate/workers selects role=worker"},
 	}, {
 		name: "two templates",
 		setUp: func(t *testing.T, ns string) string {

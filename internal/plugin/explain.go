@@ -65,7 +65,7 @@ const (
 // it, and what the controller's own code finds now.
 type Explanation struct {
 	Host *bmov1alpha1.BareMetalHost
-	// Recorded are our labels and annotations on the host, and its pause.
+	// Recorded are our annotations on the host, and its pause.
 	Recorded []string
 	// Events are the host's events from us, oldest first.
 	Events []corev1.Event
@@ -78,6 +78,9 @@ type Explanation struct {
 	Warnings []string
 	// Writes are what the controller would write on its next reconcile.
 	Writes []string
+	// Templates are the namespace's templates and what they select, when
+	// none selects the host.
+	Templates []string
 }
 
 // explain runs the controller's reconcile of the host with its writes
@@ -102,9 +105,10 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 
 	recorder := &writeRecorder{scheme: o.scheme}
 	dryRun := recorder.client(live)
+	templates := &baremetal.Templates{Reader: live, AllMachineTemplates: o.AllMachineTemplates}
 	manager := &baremetal.HostManager{
 		Client:                 dryRun,
-		Templates:              &baremetal.Templates{Reader: live, AllMachineTemplates: o.AllMachineTemplates},
+		Templates:              templates,
 		Claims:                 &ipam.Claims{Client: dryRun},
 		Recorder:               recorder,
 		APIReader:              live,
@@ -125,7 +129,32 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 	if len(outcome.LeftOvers) > 0 {
 		result.Warnings = append(result.Warnings, baremetal.LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
 	}
-	return result, nil
+	if outcome.Phase == baremetal.PhaseNoTemplate {
+		result.Templates, err = templateSelectors(ctx, templates, host.Namespace)
+	}
+	return result, err
+}
+
+// templateSelectors says what each template of the namespace selects, with
+// the controller's selector, or why it selects no host.
+func templateSelectors(ctx context.Context, templates *baremetal.Templates, namespace string) ([]string, error) {
+	list, err := templates.List(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]string, 0, len(list))
+	for _, template := range list {
+		selector, err := baremetal.HostSelector(template.Selector)
+		switch {
+		case template.Invalid != "":
+			lines = append(lines, fmt.Sprintf("%s selects no host: %s", template.Ref, template.Invalid))
+		case err != nil:
+			lines = append(lines, fmt.Sprintf("%s selects no host: %v", template.Ref, err))
+		default:
+			lines = append(lines, fmt.Sprintf("%s selects %s", template.Ref, selector))
+		}
+	}
+	return lines, nil
 }
 
 // situation tells the outcome in words, with its fix. The controller's
@@ -159,6 +188,7 @@ func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, write
 	case baremetal.PhaseFailed:
 		return failed(outcome)
 	case baremetal.PhaseWaiting:
+		// The claim code's words for a claim IPAM has not served yet.
 		if strings.Contains(outcome.Message, "waiting for IPAM") {
 			return SituationWaitingForIPAM, outcome.Message,
 				"check that Metal3 IPAM runs and serves the pool: a pool with spec.clusterName is served only once that Cluster exists"
@@ -198,15 +228,10 @@ func failed(outcome baremetal.Outcome) (Situation, string, string) {
 	return SituationFailed, outcome.Message, "as the message says"
 }
 
-// recorded lists what we keep on a host: our labels and annotations, and
-// its pause.
+// recorded lists what we keep on a host besides our label: our
+// annotations, and its pause.
 func recorded(host *bmov1alpha1.BareMetalHost) []string {
 	var lines []string
-	for _, key := range slices.Sorted(maps.Keys(host.Labels)) {
-		if strings.HasPrefix(key, ourPrefix) {
-			lines = append(lines, fmt.Sprintf("label %s=%s", key, host.Labels[key]))
-		}
-	}
 	for _, key := range slices.Sorted(maps.Keys(host.Annotations)) {
 		if strings.HasPrefix(key, ourPrefix) || key == preprovv1.PausedAnnotation {
 			lines = append(lines, fmt.Sprintf("annotation %s=%s", key, host.Annotations[key]))

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -88,9 +90,16 @@ func printExplanation(out io.Writer, e *Explanation) {
 	for _, warning := range e.Warnings {
 		fmt.Fprintf(out, "Warning: %s\n", warning)
 	}
+	if len(e.Templates) > 0 {
+		fmt.Fprintln(out, "Templates of the namespace:")
+		for _, line := range e.Templates {
+			fmt.Fprintf(out, "  %s\n", line)
+		}
+	}
 	fmt.Fprintln(out, "Host:")
 	fmt.Fprintf(out, "  provisioning state: %s\n", orNone(string(host.Status.Provisioning.State)))
 	fmt.Fprintf(out, "  spec.preprovisioningNetworkDataName: %s\n", orNone(host.Spec.PreprovisioningNetworkDataName))
+	fmt.Fprintf(out, "  labels: %s\n", orNone(labels.Set(host.Labels).String()))
 	for _, line := range e.Recorded {
 		fmt.Fprintf(out, "  %s\n", line)
 	}

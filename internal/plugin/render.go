@@ -85,7 +85,8 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 		matching = []baremetal.Template{*resolution.Governing}
 	}
 	if len(matching) == 0 {
-		result.Problem = "no template selects this host"
+		result.Problem = "no template selects this host (a Metal3MachineTemplate is one only with the annotation " +
+			preprovv1.EnabledAnnotation + `: "true", or with --all-machine-templates)`
 		return result, nil
 	}
 	template := matching[0]

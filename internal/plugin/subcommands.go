@@ -165,7 +165,7 @@ func newExplainCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "explain HOST",
 		Short: "Say why a BareMetalHost is where it is, and what to do about it",
-		Long: "explain shows what capm3-preprov recorded on the host (its labels, annotations and events) and what the " +
+		Long: "explain shows what capm3-preprov recorded on the host (its annotations, labels and events) and what the " +
 			"controller's own reconcile finds now, run with its writes recorded instead of sent, with the fix.",
 		Example: "  kubectl preprov explain worker-0 -n metal3",
 		Args:    cobra.ExactArgs(1),
