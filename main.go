@@ -212,7 +212,7 @@ func managerOptions(opts options) (ctrl.Options, error) {
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionNamespace:       leaderElectionNamespace(opts),
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(opts.namespace),
+		Cache:                         controllers.CacheOptions(opts.namespace, opts.watchFilter),
 	}
 	if opts.webhookPort != 0 {
 		managerOpts.WebhookServer = webhook.NewServer(webhook.Options{

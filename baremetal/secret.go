@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -88,12 +89,17 @@ func (m *HostManager) apiReader() client.Reader {
 const takenSecretRetry = 10 * time.Second
 
 // secretLabels are the labels our Secret must carry: BMO's, so its Secret
-// cache sees it, and ours, so our cache does.
-func secretLabels() map[string]string {
-	return map[string]string{
+// cache sees it, and ours and the host's shard (--watch-filter), so our
+// cache does.
+func secretLabels(host *bmov1alpha1.BareMetalHost) map[string]string {
+	secretLabels := map[string]string{
 		preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
 		preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
 	}
+	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
+		secretLabels[clusterv1.WatchLabel] = shard
+	}
+	return secretLabels
 }
 
 // writeSecret creates the Secret, or patches it when its data or our labels
@@ -107,7 +113,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      NetworkDataSecretName(host.Name),
 				Namespace: host.Namespace,
-				Labels:    secretLabels(),
+				Labels:    secretLabels(host),
 				// Not a controller reference: BMO watches Secrets through
 				// their owner references and must be woken by changes too.
 				OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
@@ -135,7 +141,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 		secret = existing
 	}
 
-	wantLabels := secretLabels()
+	wantLabels := secretLabels(host)
 	if string(secret.Data[preprovv1.NetworkDataKey]) == string(rendered) && hasLabels(secret.Labels, wantLabels) {
 		return nil, nil
 	}

@@ -56,7 +56,7 @@ func runSuite(m *testing.M) int {
 
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
-		Cache:   CacheOptions(""),
+		Cache:   CacheOptions("", ""),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

@@ -177,7 +177,7 @@ func startControllers(ctx context.Context, t *testing.T, env *framework.ControlP
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
-		Cache:   controllers.CacheOptions(""),
+		Cache:   controllers.CacheOptions("", ""),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	require.NoError(t, err)

@@ -77,7 +77,7 @@ func runManager(kubeconfig, metrics, probe string) error {
 	}
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                 scheme.New(),
-		Cache:                  controllers.CacheOptions(""),
+		Cache:                  controllers.CacheOptions("", ""),
 		Metrics:                metricsserver.Options{BindAddress: metrics},
 		HealthProbeBindAddress: probe,
 	})

@@ -14,10 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package image tests the manager's image as make image builds it: its
-// layers and configuration read from the archive, and podman loading it and
-// running the manager from it against a test control plane, with the RBAC
-// of config/rbac and metrics served over HTTPS to authorized tokens only.
+// Package image tests the manager as it ships, built as make image builds
+// it: the image's layers and configuration read from the archive; podman
+// loading it and running the manager from it against a test control plane,
+// with the RBAC of config/rbac and metrics served over HTTPS to authorized
+// tokens only; and the binary's flags that only a process can show, such as
+// --watch-filter's shards.
 package image
 
 import (
@@ -59,8 +61,9 @@ import (
 // loaded release image is never replaced (.test is a reserved domain).
 const testImage = "capm3-preprov.test/capm3-preprov:image-test"
 
-// archive is the image archive TestMain builds as make image does.
-var archive string
+// managerBinary and archive are the static manager and the image archive
+// TestMain builds as make image does.
+var managerBinary, archive string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "capm3-preprov-image-")
@@ -69,8 +72,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctrllog.SetLogger(logr.Discard())
-	archive = filepath.Join(dir, "image.tar")
-	err = buildImage(filepath.Join(dir, "manager"), archive)
+	managerBinary, archive = filepath.Join(dir, "manager"), filepath.Join(dir, "image.tar")
+	err = buildImage(managerBinary, archive)
 	code := 1
 	if err == nil {
 		code = m.Run()
