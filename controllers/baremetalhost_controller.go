@@ -40,6 +40,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
+	"github.com/capm3-preprov/capm3-preprov/internal/slim"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
@@ -139,8 +140,8 @@ var hostChangedWhatWeRead = predicate.Funcs{
 // changes with every write (resourceVersion, generation) and what we never
 // look at (finalizers, owners).
 func whatWeRead(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
-	slim, _ := SlimHost(host)
-	read := slim.(*bmov1alpha1.BareMetalHost)
+	slimmed, _ := slim.Host(host)
+	read := slimmed.(*bmov1alpha1.BareMetalHost)
 	read.ResourceVersion, read.Generation, read.Finalizers, read.OwnerReferences = "", 0, nil, nil
 	if read.Status.HardwareDetails != nil && len(read.Status.HardwareDetails.NIC) == 0 {
 		// Inspection data without NICs holds nothing we read.

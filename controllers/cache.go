@@ -20,121 +20,32 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/slim"
 )
 
 // CacheOptions keep in memory only what the controllers read, of one
-// namespace or, with "", of all; with a watch filter, only objects labelled
-// cluster.x-k8s.io/watch-filter with its value (--watch-filter).
-func CacheOptions(namespace, watchFilter string) cache.Options {
-	ourSecrets := labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
+// namespace or, with "", of all.
+func CacheOptions(namespace string) cache.Options {
 	options := cache.Options{
 		// We never read managed fields; they are often the largest part of
 		// an object.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Only our own Secrets: never BMC credentials or anything else.
-			&corev1.Secret{}:               {Label: labels.SelectorFromSet(ourSecrets)},
-			&bmov1alpha1.BareMetalHost{}:   {Transform: SlimHost},
-			&ipamv1.IPPool{}:               {Transform: poolWithoutStatus},
-			&clusterv1.MachineDeployment{}: {Transform: machineDeploymentReference},
+			&corev1.Secret{}:               {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
+			&bmov1alpha1.BareMetalHost{}:   {Transform: slim.Host},
+			&ipamv1.IPPool{}:               {Transform: slim.Pool},
+			&clusterv1.MachineDeployment{}: {Transform: slim.MachineDeployment},
 		},
 	}
 	if namespace != "" {
 		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
-	if watchFilter != "" {
-		filter := labels.Set{clusterv1.WatchLabel: watchFilter}
-		options.DefaultLabelSelector = labels.SelectorFromSet(filter)
-		// A selector of its own replaces the default one: both labels.
-		options.ByObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Merge(ourSecrets, filter))}
-	}
 	return options
-}
-
-// SlimHost keeps of a BareMetalHost only what we read: its metadata, the
-// spec fields of our contract, its BMC address (whose driver says whether the
-// ramdisk boots without DHCP), its provisioning state and its NICs' names
-// and MACs. Inspection data (status.hardware) is most of a host's size, and
-// a management cluster holds thousands of hosts. Patches stay correct: they
-// are computed between two copies of the slim object, so they carry only
-// our changes.
-func SlimHost(obj any) (any, error) {
-	host, ok := obj.(*bmov1alpha1.BareMetalHost)
-	if !ok {
-		return obj, nil
-	}
-	slim := &bmov1alpha1.BareMetalHost{
-		TypeMeta:   host.TypeMeta,
-		ObjectMeta: identity(host.ObjectMeta),
-		Spec: bmov1alpha1.BareMetalHostSpec{
-			Online:                         host.Spec.Online,
-			BootMACAddress:                 host.Spec.BootMACAddress,
-			ConsumerRef:                    host.Spec.ConsumerRef,
-			PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
-			BMC:                            bmov1alpha1.BMCDetails{Address: host.Spec.BMC.Address},
-		},
-		Status: bmov1alpha1.BareMetalHostStatus{
-			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},
-		},
-	}
-	slim.Labels, slim.Annotations = host.Labels, host.Annotations
-	slim.OwnerReferences, slim.Finalizers = host.OwnerReferences, host.Finalizers
-	if host.Status.HardwareDetails != nil {
-		nics := make([]bmov1alpha1.NIC, 0, len(host.Status.HardwareDetails.NIC))
-		for _, nic := range host.Status.HardwareDetails.NIC {
-			nics = append(nics, bmov1alpha1.NIC{Name: nic.Name, MAC: nic.MAC})
-		}
-		slim.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{NIC: nics}
-	}
-	return slim, nil
-}
-
-// poolWithoutStatus drops an IPPool's status and managed fields: we never
-// read them, and the status's allocations grow with every claim, so keeping
-// them would make each read of a pool from the cache (a deep copy) cost
-// O(hosts). Pool patches stay correct: they are computed between two copies
-// of the cached object.
-func poolWithoutStatus(obj any) (any, error) {
-	if pool, ok := obj.(*ipamv1.IPPool); ok {
-		pool.ManagedFields = nil
-		pool.Status = ipamv1.IPPoolStatus{}
-	}
-	return obj, nil
-}
-
-// machineDeploymentReference keeps of a MachineDeployment only the
-// Metal3MachineTemplate it references (spec.template.spec.infrastructureRef):
-// we read nothing else of it and never write it.
-func machineDeploymentReference(obj any) (any, error) {
-	deployment, ok := obj.(*clusterv1.MachineDeployment)
-	if !ok {
-		return obj, nil
-	}
-	slim := &clusterv1.MachineDeployment{
-		TypeMeta:   deployment.TypeMeta,
-		ObjectMeta: identity(deployment.ObjectMeta),
-	}
-	slim.Spec.Template.Spec.InfrastructureRef = deployment.Spec.Template.Spec.InfrastructureRef
-	return slim, nil
-}
-
-// identity is the part of an object's metadata every slim copy keeps: what
-// names it, versions it and says whether it is being deleted.
-func identity(meta metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              meta.Name,
-		Namespace:         meta.Namespace,
-		UID:               meta.UID,
-		ResourceVersion:   meta.ResourceVersion,
-		Generation:        meta.Generation,
-		CreationTimestamp: meta.CreationTimestamp,
-		DeletionTimestamp: meta.DeletionTimestamp,
-	}
 }

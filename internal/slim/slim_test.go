@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package slim
 
 import (
 	"testing"
@@ -26,9 +26,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
-func TestSlimHostKeepsWhatWeRead(t *testing.T) {
+func TestHostKeepsWhatWeRead(t *testing.T) {
 	now := metav1.Now()
 	host := &bmov1alpha1.BareMetalHost{
 		ObjectMeta: metav1.ObjectMeta{
@@ -60,7 +61,7 @@ func TestSlimHostKeepsWhatWeRead(t *testing.T) {
 		},
 	}
 
-	slimmed, err := SlimHost(host)
+	slimmed, err := Host(host)
 	require.NoError(t, err)
 	slim := slimmed.(*bmov1alpha1.BareMetalHost)
 
@@ -77,17 +78,17 @@ func TestSlimHostKeepsWhatWeRead(t *testing.T) {
 		HardwareDetails: &bmov1alpha1.HardwareDetails{NIC: []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01"}}},
 	}, slim.Status)
 
-	uninspected, err := SlimHost(&bmov1alpha1.BareMetalHost{})
+	uninspected, err := Host(&bmov1alpha1.BareMetalHost{})
 	require.NoError(t, err)
 	assert.Nil(t, uninspected.(*bmov1alpha1.BareMetalHost).Status.HardwareDetails)
 
 	other := &corev1.Secret{}
-	passed, err := SlimHost(other)
+	passed, err := Host(other)
 	require.NoError(t, err)
 	assert.Same(t, other, passed)
 }
 
-func TestPoolWithoutStatusKeepsTheSpec(t *testing.T) {
+func TestPoolKeepsTheSpec(t *testing.T) {
 	pool := &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "provisioning", Namespace: "metal3", ResourceVersion: "7",
@@ -105,12 +106,40 @@ func TestPoolWithoutStatusKeepsTheSpec(t *testing.T) {
 	want.ManagedFields = nil
 	want.Status = ipamv1.IPPoolStatus{}
 
-	slimmed, err := poolWithoutStatus(pool)
+	slimmed, err := Pool(pool)
 	require.NoError(t, err)
 	assert.Equal(t, want, slimmed)
 
 	other := &corev1.Secret{}
-	passed, err := poolWithoutStatus(other)
+	passed, err := Pool(other)
+	require.NoError(t, err)
+	assert.Same(t, other, passed)
+}
+
+func TestMachineDeploymentKeepsItsTemplateReference(t *testing.T) {
+	now := metav1.Now()
+	deployment := &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "workers", Namespace: "metal3", UID: "uid-md", ResourceVersion: "9", Generation: 2,
+			CreationTimestamp: now, DeletionTimestamp: &now,
+			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "c"}, Annotations: map[string]string{"a": "b"},
+		},
+		Spec: clusterv1.MachineDeploymentSpec{ClusterName: "c", Replicas: ptr.To[int32](3)},
+	}
+	reference := clusterv1.ContractVersionedObjectReference{Kind: "Metal3MachineTemplate", Name: "workers-v2", APIGroup: "infrastructure.cluster.x-k8s.io"}
+	deployment.Spec.Template.Spec.InfrastructureRef = reference
+
+	slimmed, err := MachineDeployment(deployment)
+	require.NoError(t, err)
+	want := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{
+		Name: "workers", Namespace: "metal3", UID: "uid-md", ResourceVersion: "9", Generation: 2,
+		CreationTimestamp: now, DeletionTimestamp: &now,
+	}}
+	want.Spec.Template.Spec.InfrastructureRef = reference
+	assert.Equal(t, want, slimmed)
+
+	other := &corev1.Secret{}
+	passed, err := MachineDeployment(other)
 	require.NoError(t, err)
 	assert.Same(t, other, passed)
 }
