@@ -95,7 +95,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 	}
 
 	say("Applying %s", examples)
-	if err := applyExamples(ctx, env.Client, examples); err != nil {
+	if err := framework.ApplyExamples(ctx, env.Client, examples); err != nil {
 		return err
 	}
 

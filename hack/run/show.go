@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -32,7 +31,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,42 +38,11 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
-// applyExamples applies namespace.yaml, then each example folder in turn.
-func applyExamples(ctx context.Context, c client.Client, folder string) error {
-	paths := []string{filepath.Join(folder, "namespace.yaml")}
-	entries, err := os.ReadDir(folder)
-	if err != nil {
-		return err
-	}
-	for _, entry := range entries {
-		if entry.IsDir() {
-			paths = append(paths, filepath.Join(folder, entry.Name()))
-		}
-	}
-	_, err = framework.ApplyFiles(ctx, c, paths...)
-	return err
-}
-
 // showWhenSettled waits until no host is left paused for preprovisioning (or
-// a minute has passed: a host with bad input stays paused, and says why in
-// its events), then prints what a user would look at.
+// a minute has passed), then prints what a user would look at.
 func showWhenSettled(ctx context.Context, c client.Client) error {
-	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	_ = wait.PollUntilContextCancel(waitCtx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		hosts := &bmov1alpha1.BareMetalHostList{}
-		if err := c.List(ctx, hosts); err != nil {
-			return false, nil //nolint:nilerr // keep waiting through API hiccups
-		}
-		for _, host := range hosts.Items {
-			if host.Annotations[preprovv1.PausedAnnotation] == preprovv1.PausedForPreprovisioning {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := framework.WaitForHostsSettled(ctx, c, time.Minute); err != nil {
+		return err
 	}
 	return show(ctx, c)
 }
