@@ -32,7 +32,6 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // APIServerRestartSpec: kube-apiserver crashes and restarts while
@@ -71,10 +70,8 @@ func APIServerRestartSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("sets every host up once while kube-apiserver restarts, and the manager keeps running", func() {
 		c, local := input.Cluster, input.Cluster.Local
-		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", 30)
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 
 		By(fmt.Sprintf("Registering the claims of an earlier fleet: %d hosts with %d claims each", fleetHosts, fleetClaimsPerHost))
 		c.registerFleetClaims(ctx, namespace, fleetHosts, fleetClaimsPerHost)

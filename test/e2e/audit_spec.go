@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // ManagerAuditSpec checks, from the API server's audit log, what the
@@ -53,7 +52,6 @@ func ManagerAuditSpec(ctx context.Context, inputGetter func() SpecInput) {
 		c, local := input.Cluster, input.Cluster.Local
 		DeferCleanup(func() { Expect(local.EnsureRunning()).To(Succeed()) })
 		namespace = c.createNamespace(ctx, "audit")
-		workers := map[string]string{"role": "worker"}
 		hosts = hostNames("worker", 3)
 
 		By("Restarting the manager, so the audit log holds its start-up requests")
@@ -62,8 +60,7 @@ func ManagerAuditSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(local.Manager.Start()).To(Succeed())
 
 		By("Setting hosts up next to their BMC credentials Secrets and an unrelated Secret")
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 		c.create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "unrelated", Labels: map[string]string{"app": "other"}},

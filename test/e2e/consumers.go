@@ -88,7 +88,7 @@ func (c *Cluster) expectConsumersAccept(ctx context.Context, namespace string, h
 	var fresh []string
 	documents := map[string][]byte{}
 	for _, name := range hosts {
-		secrets := state.secretsOwnedBy(state.hosts[name].UID)
+		secrets := itemsOwnedBy(state.secrets, state.hosts[name].UID)
 		Expect(secrets).To(HaveLen(1), "host %s", name)
 		document := secrets[0].Data[preprovv1.NetworkDataKey]
 		documents[name] = document

@@ -79,21 +79,16 @@ func ownedBy(obj client.Object, uid types.UID) bool {
 	return false
 }
 
-func (s namespaceState) claimsOwnedBy(uid types.UID) []ipamv1.IPClaim {
-	var owned []ipamv1.IPClaim
-	for i := range s.claims {
-		if ownedBy(&s.claims[i], uid) {
-			owned = append(owned, s.claims[i])
-		}
-	}
-	return owned
-}
-
-func (s namespaceState) secretsOwnedBy(uid types.UID) []corev1.Secret {
-	var owned []corev1.Secret
-	for i := range s.secrets {
-		if ownedBy(&s.secrets[i], uid) {
-			owned = append(owned, s.secrets[i])
+// itemsOwnedBy are the items of a list (claims, Secrets) the object with
+// this uid owns.
+func itemsOwnedBy[T any, PT interface {
+	*T
+	client.Object
+}](items []T, uid types.UID) []T {
+	var owned []T
+	for i := range items {
+		if ownedBy(PT(&items[i]), uid) {
+			owned = append(owned, items[i])
 		}
 	}
 	return owned
@@ -124,7 +119,7 @@ func (c *Cluster) expectHostsSetUp(ctx context.Context, g Gomega, namespace stri
 		g.Expect(host.Spec.PreprovisioningNetworkDataName).To(Equal(baremetal.NetworkDataSecretName(name)), "host %s", name)
 		g.Expect(host.Labels).To(HaveKeyWithValue(preprovv1.ManagedLabel, preprovv1.ManagedLabelValue), "host %s", name)
 
-		claims := state.claimsOwnedBy(host.UID)
+		claims := itemsOwnedBy(state.claims, host.UID)
 		claimedPools := make([]string, 0, len(claims))
 		var ips []string
 		for _, claim := range claims {
@@ -141,7 +136,7 @@ func (c *Cluster) expectHostsSetUp(ctx context.Context, g Gomega, namespace stri
 		}
 		g.Expect(claimedPools).To(ConsistOf(pools), "host %s must hold exactly one claim per pool", name)
 
-		secrets := state.secretsOwnedBy(host.UID)
+		secrets := itemsOwnedBy(state.secrets, host.UID)
 		g.Expect(secrets).To(HaveLen(1), "host %s must own exactly one Secret", name)
 		g.Expect(secrets[0].Name).To(Equal(baremetal.NetworkDataSecretName(name)))
 		g.Expect(secrets[0].Labels).To(HaveKeyWithValue(preprovv1.ManagedLabel, preprovv1.ManagedLabelValue))
@@ -216,7 +211,7 @@ func (c *Cluster) addressesOf(ctx context.Context, g Gomega, namespace, hostName
 	host, found := state.hosts[hostName]
 	g.Expect(found).To(BeTrue(), "host %s does not exist", hostName)
 	addresses := hostAddresses{}
-	for _, claim := range state.claimsOwnedBy(host.UID) {
+	for _, claim := range itemsOwnedBy(state.claims, host.UID) {
 		g.Expect(claim.Status.Address).NotTo(BeNil(), "claim %s has no address", claim.Name)
 		address := state.address(claim.Status.Address.Name)
 		g.Expect(address).NotTo(BeNil())
@@ -238,7 +233,7 @@ func (c *Cluster) expectUntouched(ctx context.Context, g Gomega, namespace, name
 	g.Expect(host.Annotations).To(HaveKeyWithValue(preprovv1.PausedAnnotation, pausedValue), "host %s", name)
 	g.Expect(host.Spec.PreprovisioningNetworkDataName).To(BeEmpty(), "host %s", name)
 	g.Expect(host.Labels).NotTo(HaveKey(preprovv1.ManagedLabel), "host %s", name)
-	g.Expect(state.claimsOwnedBy(host.UID)).To(BeEmpty(), "claims of host %s", name)
+	g.Expect(itemsOwnedBy(state.claims, host.UID)).To(BeEmpty(), "claims of host %s", name)
 	for _, secret := range state.secrets {
 		g.Expect(secret.Name).NotTo(Equal(baremetal.NetworkDataSecretName(name)))
 	}

@@ -37,6 +37,19 @@ import (
 
 var bothPools = []string{fixtures.ProvisioningPool, fixtures.StoragePool}
 
+// workers are the labels of the hosts createWorkerTemplate's template selects.
+var workers = map[string]string{"role": "worker"}
+
+// createWorkerTemplate creates the provisioning and storage pools, with
+// poolSize addresses each, and the opted-in Metal3MachineTemplate "workers"
+// (and its Metal3DataTemplate) that gives the hosts labelled workers the
+// two-pool network data.
+func (c *Cluster) createWorkerTemplate(ctx context.Context, namespace string, poolSize int) {
+	GinkgoHelper()
+	c.create(ctx, fixtures.TwoPools(namespace, poolSize)...)
+	c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+}
+
 // registration is a host as a user registers it, with its BMC credentials
 // Secret (which the manager must never read).
 type registration struct {

@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // deletionPoint is when a host is deleted while the manager works on it.
@@ -85,7 +84,6 @@ func HostDeletionAtEachStepSpec(ctx context.Context, inputGetter func() SpecInpu
 
 	It("releases everything of hosts deleted at each step while the manager works on them", func() {
 		c := input.Cluster
-		workers := map[string]string{"role": "worker"}
 		doomed := map[string]deletionPoint{}
 		var doomedNames []string
 		for _, point := range deletionPoints {
@@ -99,8 +97,7 @@ func HostDeletionAtEachStepSpec(ctx context.Context, inputGetter func() SpecInpu
 		// after the deletions can only be set up if every address of the
 		// deleted hosts was released.
 		size := len(doomedNames) + len(survivors)
-		c.create(ctx, fixtures.TwoPools(namespace, size)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, size)
 
 		By("Watching claims, IPAddresses and Secrets to delete each host at its point")
 		deleter := c.deleteHostsAt(ctx, namespace, doomed)

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // standbyServiceAccount is the identity of the second manager: its own, so
@@ -56,10 +55,8 @@ func LeaderElectionSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("lets only the leader act, and hands over to the other manager when the leader is killed", func() {
 		c, local := input.Cluster, input.Cluster.Local
-		workers := map[string]string{"role": "worker"}
 		first, pending := hostNames("first", 4), hostNames("pending", 4)
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 
 		By("Starting a second manager with an identity of its own, bound to the same roles")
 		kubeconfig := c.bindStandbyIdentity(ctx)

@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // HostDeletionSpec: a host deleted by its user takes its claims, their
@@ -51,9 +50,7 @@ func HostDeletionSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("releases the claims, addresses and Secret of a deleted host", func() {
 		c := input.Cluster
-		workers := map[string]string{"role": "worker"}
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		c.create(ctx, newHosts(namespace, []string{"gone", "kept"}, 0, workers)...)
 		Eventually(func(g Gomega) { c.expectHostsSetUp(ctx, g, namespace, []string{"gone", "kept"}, bothPools) }).Should(Succeed())
 
@@ -84,9 +81,7 @@ func CAPM3HandoffSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("hands the claims over to CAPM3's Metal3Data and keeps the addresses through re-provisioning", func() {
 		c := input.Cluster
-		workers := map[string]string{"role": "worker"}
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		c.create(ctx, newHost(namespace, "node-0", 0, workers).objects()...)
 		Eventually(func(g Gomega) { c.expectHostsSetUp(ctx, g, namespace, []string{"node-0"}, bothPools) }).Should(Succeed())
 		before := c.addressesOf(ctx, Default, namespace, "node-0")

@@ -29,7 +29,6 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // KillAtEachStepSpec: the manager dies between any two steps of a host's
@@ -139,10 +138,8 @@ func KillInFlightSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("sets every host up once though the manager is killed while they are in flight", func() {
 		c, local := input.Cluster, input.Cluster.Local
-		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", hostCount)
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 
 		// steps counts the manager's steps so far: claims, Secrets, patched hosts.

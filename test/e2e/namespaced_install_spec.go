@@ -30,7 +30,6 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // namespacedOverlayNamespace is the namespace config/namespaced installs
@@ -86,11 +85,9 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 		DeferCleanup(tenantManager.Stop)
 
 		By("Registering hosts in the tenant's namespace and in another one")
-		workers := map[string]string{"role": "worker"}
 		tenantHosts := hostNames("worker", 2)
 		for _, namespace := range []string{tenant, other} {
-			c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-			c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+			c.createWorkerTemplate(ctx, namespace, 241)
 		}
 		c.create(ctx, newHosts(tenant, tenantHosts, 0, workers)...)
 		c.create(ctx, newHost(other, "elsewhere", len(tenantHosts), workers).objects()...)

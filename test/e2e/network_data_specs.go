@@ -79,11 +79,9 @@ func IPAMNetworkDataSpec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("claims distinct addresses from two pools for every host", func() {
 		c := input.Cluster
-		workers := map[string]string{"role": "worker"}
 		hosts := hostNames("worker", 4)
 		By("Registering four hosts selected by an opted-in Metal3MachineTemplate with two pools")
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		c.create(ctx, newHosts(namespace, hosts, 0, workers)...)
 
 		By("Waiting for every host to hold one claim per pool, one Secret, and distinct addresses")

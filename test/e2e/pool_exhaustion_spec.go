@@ -88,8 +88,8 @@ func PoolExhaustionSpec(ctx context.Context, inputGetter func() SpecInput) {
 func (c *Cluster) expectExhausted(ctx context.Context, g Gomega, state namespaceState, name string) {
 	host := state.hosts[name]
 	g.Expect(host.Annotations).To(HaveKeyWithValue(preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning), "host %s", name)
-	g.Expect(state.secretsOwnedBy(host.UID)).To(BeEmpty(), "host %s", name)
-	claims := state.claimsOwnedBy(host.UID)
+	g.Expect(itemsOwnedBy(state.secrets, host.UID)).To(BeEmpty(), "host %s", name)
+	claims := itemsOwnedBy(state.claims, host.UID)
 	g.Expect(claims).To(HaveLen(1), "host %s", name)
 	g.Expect(claims[0].Status.ErrorMessage).To(HaveValue(Equal(exhaustedMessage)), "claim of host %s", name)
 	c.expectEvent(ctx, g, host.Namespace, name, corev1.EventTypeWarning, baremetal.ReasonIPClaimFailed, exhaustedMessage)

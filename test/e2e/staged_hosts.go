@@ -86,7 +86,6 @@ func (s stagedHosts) all() []string {
 // claims the manager makes. It returns with the manager and IPAM stopped.
 func (c *Cluster) stageHostsAtEachStep(ctx context.Context, namespace string, perStep int) stagedHosts {
 	local := c.Local
-	workers := map[string]string{"role": "worker"}
 	staged := stagedHosts{hosts: map[hostStep][]string{}, addresses: map[string]hostAddresses{}, secrets: map[string]*corev1.Secret{}}
 	index := 0
 	register := func(step hostStep) []string {
@@ -96,8 +95,7 @@ func (c *Cluster) stageHostsAtEachStep(ctx context.Context, namespace string, pe
 		staged.hosts[step] = names
 		return names
 	}
-	c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-	c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+	c.createWorkerTemplate(ctx, namespace, 241)
 
 	By("Letting the manager set hosts up, to rewind them to just before their patch")
 	setUp := append(register(stepSecretWritten), register(stepStaleSecret)...)

@@ -122,9 +122,7 @@ func PausedBySomeoneElseSpec(ctx context.Context, inputGetter func() SpecInput) 
 
 	It("leaves a host paused by CAPM3 untouched", func() {
 		c := input.Cluster
-		workers := map[string]string{"role": "worker"}
-		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
-		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
+		c.createWorkerTemplate(ctx, namespace, 241)
 		By("Registering a host paused by CAPM3 next to one paused for preprovisioning, both selected")
 		capm3Paused := newHost(namespace, "capm3-paused", 0, workers)
 		capm3Paused.Host.Annotations[preprovv1.PausedAnnotation] = pausedByCAPM3
@@ -157,7 +155,7 @@ func TemplateDay2Spec(ctx context.Context, inputGetter func() SpecInput) {
 
 	It("re-renders the network data in place when a template changes", func() {
 		c := input.Cluster
-		racked, workers := map[string]string{"rack": "r1"}, map[string]string{"role": "worker"}
+		racked := map[string]string{"rack": "r1"}
 		c.create(ctx, fixtures.TwoPools(namespace, 241)...)
 		c.create(ctx, fixtures.PreprovisioningTemplate(namespace, "rack-r1", racked, fixtures.TwoPoolNetworkData()))
 		c.create(ctx, machineTemplate(namespace, "workers", workers, fixtures.TwoPoolNetworkData())...)
