@@ -85,6 +85,7 @@ func runPlugin(t *testing.T, args ...string) (string, error) {
 // host's addresses, and compares the bytes with the Secret the controller
 // wrote.
 func TestPluginRendersWhatTheControllerWrote(t *testing.T) {
+	t.Parallel()
 	for _, folder := range exampleFolders(t) {
 		t.Run(folder, func(t *testing.T) {
 			t.Parallel()
@@ -131,6 +132,7 @@ func hostAddresses(t *testing.T, ns, host string) map[string]string {
 }
 
 func TestPluginRenderShowsClaimsItWouldMake(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
 	pool.Spec.ClusterName = ptr.To("not-yet")
@@ -179,6 +181,7 @@ type explainCase struct {
 // TestPluginExplains sets up each situation a host can be in and checks
 // what kubectl preprov explain says about it.
 func TestPluginExplains(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []explainCase{{
 		name: "set up",
 		setUp: func(t *testing.T, ns string) string {

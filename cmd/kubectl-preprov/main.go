@@ -27,10 +27,16 @@ import (
 )
 
 func main() {
+	os.Exit(run())
+}
+
+// run runs the command and returns the exit status: 1 on an error, which
+// the command has printed.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := plugin.NewCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		stop()
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

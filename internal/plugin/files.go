@@ -130,11 +130,11 @@ func (f *objectFiles) Read(path, namespace string) error {
 func (f *objectFiles) readFile(path, namespace string) error {
 	var in io.Reader = os.Stdin
 	if path != "-" {
-		file, err := os.Open(path)
+		file, err := os.Open(path) //nolint:gosec // the user names the files to read
 		if err != nil {
 			return err
 		}
-		defer file.Close()
+		defer func() { _ = file.Close() }() // read only: nothing to lose
 		in = file
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))

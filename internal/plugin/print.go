@@ -32,35 +32,50 @@ import (
 // shownEvents is how many of a host's latest events explain shows.
 const shownEvents = 5
 
-func printPreview(out io.Writer, p *Preview) {
-	fmt.Fprintf(out, "BareMetalHost:  %s/%s\n", p.Host.Namespace, p.Host.Name)
+// printer writes to out and keeps the first error, which the command
+// returns: a closed pipe is reported once, not on every line.
+type printer struct {
+	out io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.out, format, args...)
+	}
+}
+
+func printPreview(out io.Writer, p *Preview) error {
+	w := &printer{out: out}
+	w.printf("BareMetalHost:  %s/%s\n", p.Host.Namespace, p.Host.Name)
 	if len(p.Selecting) > 0 {
-		fmt.Fprintf(out, "Selected by:    %s\n", joinRefs(p.Selecting))
+		w.printf("Selected by:    %s\n", joinRefs(p.Selecting))
 	}
 	for _, invalid := range p.Invalid {
-		fmt.Fprintf(out, "Invalid:        %s\n", invalid)
+		w.printf("Invalid:        %s\n", invalid)
 	}
 	if p.Template.Name != "" {
-		fmt.Fprintf(out, "Template:       %s\n", p.Template)
+		w.printf("Template:       %s\n", p.Template)
 	}
 	if len(p.Claims) > 0 {
-		fmt.Fprintln(out, "IP claims:")
+		w.printf("IP claims:\n")
 		for _, claim := range p.Claims {
-			fmt.Fprintf(out, "  IPClaim %s on IPPool %s: %s\n", claim.Claim, claim.Pool, claimState(claim))
+			w.printf("  IPClaim %s on IPPool %s: %s\n", claim.Claim, claim.Pool, claimState(claim))
 		}
 	}
 	for _, write := range p.Writes {
-		fmt.Fprintf(out, "Would:          %s\n", write)
+		w.printf("Would:          %s\n", write)
 	}
 	if p.NetworkData != nil {
 		var indented bytes.Buffer
 		if err := json.Indent(&indented, p.NetworkData, "  ", "  "); err == nil {
-			fmt.Fprintf(out, "Network data:\n  %s\n", indented.String())
+			w.printf("Network data:\n  %s\n", indented.String())
 		}
 	}
 	if p.Problem != "" {
-		fmt.Fprintf(out, "No network data: %s\n", p.Problem)
+		w.printf("No network data: %s\n", p.Problem)
 	}
+	return w.err
 }
 
 func claimState(claim ipam.PoolState) string {
@@ -80,41 +95,43 @@ func claimState(claim ipam.PoolState) string {
 	return "no address yet: " + claim.Waiting
 }
 
-func printExplanation(out io.Writer, e *Explanation) {
+func printExplanation(out io.Writer, e *Explanation) error {
+	w := &printer{out: out}
 	host := e.Host
-	fmt.Fprintf(out, "BareMetalHost %s/%s: %s\n", host.Namespace, host.Name, e.Situation)
-	fmt.Fprintf(out, "Why: %s\n", e.Why)
+	w.printf("BareMetalHost %s/%s: %s\n", host.Namespace, host.Name, e.Situation)
+	w.printf("Why: %s\n", e.Why)
 	if e.Fix != "" {
-		fmt.Fprintf(out, "Fix: %s\n", e.Fix)
+		w.printf("Fix: %s\n", e.Fix)
 	}
 	for _, warning := range e.Warnings {
-		fmt.Fprintf(out, "Warning: %s\n", warning)
+		w.printf("Warning: %s\n", warning)
 	}
 	if len(e.Templates) > 0 {
-		fmt.Fprintln(out, "Templates of the namespace:")
+		w.printf("Templates of the namespace:\n")
 		for _, line := range e.Templates {
-			fmt.Fprintf(out, "  %s\n", line)
+			w.printf("  %s\n", line)
 		}
 	}
-	fmt.Fprintln(out, "Host:")
-	fmt.Fprintf(out, "  provisioning state: %s\n", orNone(string(host.Status.Provisioning.State)))
-	fmt.Fprintf(out, "  spec.preprovisioningNetworkDataName: %s\n", orNone(host.Spec.PreprovisioningNetworkDataName))
-	fmt.Fprintf(out, "  labels: %s\n", orNone(labels.Set(host.Labels).String()))
+	w.printf("Host:\n")
+	w.printf("  provisioning state: %s\n", orNone(string(host.Status.Provisioning.State)))
+	w.printf("  spec.preprovisioningNetworkDataName: %s\n", orNone(host.Spec.PreprovisioningNetworkDataName))
+	w.printf("  labels: %s\n", orNone(labels.Set(host.Labels).String()))
 	for _, line := range e.Recorded {
-		fmt.Fprintf(out, "  %s\n", line)
+		w.printf("  %s\n", line)
 	}
 	if len(e.Events) > 0 {
-		fmt.Fprintln(out, "Events from capm3-preprov (latest last):")
+		w.printf("Events from capm3-preprov (latest last):\n")
 		for _, event := range e.Events[max(0, len(e.Events)-shownEvents):] {
-			fmt.Fprintf(out, "  %s  %s  %s: %s\n", lastSeen(event).Format(time.RFC3339), event.Type, event.Reason, event.Message)
+			w.printf("  %s  %s  %s: %s\n", lastSeen(event).Format(time.RFC3339), event.Type, event.Reason, event.Message)
 		}
 	}
 	if len(e.Writes) > 0 {
-		fmt.Fprintln(out, "The controller's next reconcile would:")
+		w.printf("The controller's next reconcile would:\n")
 		for _, write := range e.Writes {
-			fmt.Fprintf(out, "  %s\n", write)
+			w.printf("  %s\n", write)
 		}
 	}
+	return w.err
 }
 
 func orNone(value string) string {

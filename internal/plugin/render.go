@@ -73,9 +73,9 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 	}
 	if len(matching) > 1 {
 		setUpFrom, _ := baremetal.ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
-		resolution, err := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
-		if err != nil {
-			return nil, err
+		resolution, resolveErr := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
+		if resolveErr != nil {
+			return nil, resolveErr
 		}
 		if resolution.Governing == nil {
 			result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",

@@ -103,17 +103,25 @@ func TestRenderFromFiles(t *testing.T) {
 	out, err := run(t, args...)
 	require.NoError(t, err)
 
-	var document map[string]any
+	var document struct {
+		Links    []map[string]any `json:"links"`
+		Networks []struct {
+			IPAddress string           `json:"ip_address"`
+			Netmask   string           `json:"netmask"`
+			Routes    []map[string]any `json:"routes"`
+		} `json:"networks"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &document), out)
-	link := document["links"].([]any)[0].(map[string]any)
+	require.Len(t, document.Links, 1, out)
+	require.Len(t, document.Networks, 1, out)
+	link, network := document.Links[0], document.Networks[0]
 	assert.Equal(t, "52:54:00:aa:bb:01", link["ethernet_mac_address"], "the boot MAC stands in for the host interface")
 	assert.EqualValues(t, 1500, link["mtu"], "the CRD's default, as the API server applies it")
-	network := document["networks"].([]any)[0].(map[string]any)
-	assert.Equal(t, "192.0.2.15", network["ip_address"])
-	assert.Equal(t, "255.255.255.0", network["netmask"], "the prefix of the pool")
-	route := network["routes"].([]any)[0].(map[string]any)
-	assert.Equal(t, "192.0.2.254", route["gateway"], "the gateway of the pool entry that holds the address, before the pool's")
-	assert.Equal(t, []any{map[string]any{"type": "dns", "address": "192.0.2.53"}}, route["services"])
+	assert.Equal(t, "192.0.2.15", network.IPAddress)
+	assert.Equal(t, "255.255.255.0", network.Netmask, "the prefix of the pool")
+	require.Len(t, network.Routes, 1, out)
+	assert.Equal(t, "192.0.2.254", network.Routes[0]["gateway"], "the gateway of the pool entry that holds the address, before the pool's")
+	assert.Equal(t, []any{map[string]any{"type": "dns", "address": "192.0.2.53"}}, network.Routes[0]["services"])
 
 	summary, err := run(t, append([]string{"render", "--address", "provisioning=192.0.2.15"}, writeFiles(t, template, host, pool)...)...)
 	require.NoError(t, err)
@@ -202,8 +210,14 @@ metadata: {name: old}
 			"the controller leaves the host untouched"},
 	}, {
 		name: "a missing Metal3DataTemplate, with the controller's message",
-		documents: []string{strings.Replace(template[:strings.Index(template, "  networkData:")], "name: rack-r1", "name: by-ref", 1) +
-			"  dataTemplateRef: {name: missing}\n", host},
+		documents: []string{`apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3PreprovisioningTemplate
+metadata:
+  name: by-ref
+spec:
+  hostSelector: {matchLabels: {rack: r1}}
+  dataTemplateRef: {name: missing}
+`, host},
 		want: []string{`Metal3PreprovisioningTemplate/by-ref names Metal3DataTemplate "missing", which does not exist in namespace "default": ` +
 			"create it or fix the name"},
 	}, {

@@ -79,12 +79,13 @@ func newRenderCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == outputNetworkData {
-				if result.NetworkData != nil {
-					fmt.Fprintln(command.OutOrStdout(), string(result.NetworkData))
-				}
-			} else {
-				printPreview(command.OutOrStdout(), result)
+			if output == outputNetworkData && result.NetworkData != nil {
+				_, err = fmt.Fprintln(command.OutOrStdout(), string(result.NetworkData))
+			} else if output != outputNetworkData {
+				err = printPreview(command.OutOrStdout(), result)
+			}
+			if err != nil {
+				return err
 			}
 			if result.Problem != "" {
 				return fmt.Errorf("no network data for %s/%s: %s", result.Host.Namespace, result.Host.Name, result.Problem)
@@ -123,13 +124,16 @@ func (o *Options) renderFiles(ctx context.Context, files []string, namespace, ho
 		return nil, err
 	}
 	for _, file := range files {
-		if err := objects.Read(file, namespace); err != nil {
-			return nil, err
+		if readErr := objects.Read(file, namespace); readErr != nil {
+			return nil, readErr
 		}
 	}
 	// What the admission webhook refuses never reaches the controller.
 	for _, obj := range objects.ofKind(baremetal.KindPreprovisioningTemplate) {
-		template := obj.(*preprovv1.Metal3PreprovisioningTemplate)
+		template, ok := obj.(*preprovv1.Metal3PreprovisioningTemplate)
+		if !ok {
+			continue
+		}
 		if errs := baremetal.TemplateSpecErrors(&template.Spec); len(errs) > 0 {
 			groupKind := schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: baremetal.KindPreprovisioningTemplate}
 			return nil, apierrors.NewInvalid(groupKind, template.Name, errs)
@@ -146,9 +150,11 @@ func (o *Options) renderFiles(ctx context.Context, files []string, namespace, ho
 // fileHost is the host of the files named hostName, or their only host.
 func fileHost(objects *objectFiles, hostName string) (*bmov1alpha1.BareMetalHost, error) {
 	var names []string
-	for _, obj := range objects.ofKind("BareMetalHost") {
-		if obj.GetName() == hostName || (hostName == "" && len(objects.ofKind("BareMetalHost")) == 1) {
-			return obj.(*bmov1alpha1.BareMetalHost), nil
+	hosts := objects.ofKind("BareMetalHost")
+	for _, obj := range hosts {
+		host, ok := obj.(*bmov1alpha1.BareMetalHost)
+		if ok && (host.Name == hostName || (hostName == "" && len(hosts) == 1)) {
+			return host, nil
 		}
 		names = append(names, obj.GetName())
 	}
@@ -182,8 +188,7 @@ func newExplainCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printExplanation(command.OutOrStdout(), result)
-			return nil
+			return printExplanation(command.OutOrStdout(), result)
 		},
 	}
 }
