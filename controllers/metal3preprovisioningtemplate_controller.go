@@ -69,10 +69,10 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		err := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
+		patchErr := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
 			preprovv1.ReadyCondition, preprovv1.NetworkDataUpToDateCondition,
 		}})
-		reterr = errors.Join(reterr, client.IgnoreNotFound(err))
+		reterr = errors.Join(reterr, client.IgnoreNotFound(patchErr))
 	}()
 
 	view := baremetal.FromPreprovisioningTemplate(template)

@@ -80,11 +80,11 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			err := c.Patch(ctx, obj, patch, opts...)
+			patchErr := c.Patch(ctx, obj, patch, opts...)
 			if host, ok := obj.(*bmov1alpha1.BareMetalHost); ok {
 				withoutSuiteProblem(host)
 			}
-			return err
+			return patchErr
 		},
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			gvk, err := c.GroupVersionKindFor(obj)
@@ -134,5 +134,4 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	assert.Equal(t, baremetal.PhaseWaiting, outcome.Phase)
 	assert.Positive(t, outcome.RequeueAfter)
 	assert.Equal(t, []string{"create IPClaim: 1", "create Secret: 1", "patch BareMetalHost: 1"}, writes.Writes(), "the Secret was created again")
-
 }
