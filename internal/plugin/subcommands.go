@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 
@@ -79,24 +80,32 @@ func newRenderCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == outputNetworkData && result.NetworkData != nil {
-				_, err = fmt.Fprintln(command.OutOrStdout(), string(result.NetworkData))
-			} else if output != outputNetworkData {
-				err = printPreview(command.OutOrStdout(), result)
-			}
-			if err != nil {
-				return err
-			}
-			if result.Problem != "" {
-				return fmt.Errorf("no network data for %s/%s: %s", result.Host.Namespace, result.Host.Name, result.Problem)
-			}
-			return nil
+			return printRendered(command.OutOrStdout(), output, result)
 		},
 	}
-	command.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file of objects to render from instead of the cluster (\"-\": standard input); repeat it")
+	command.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file or folder of objects to render from instead of the cluster (\"-\": standard input); repeat it")
 	command.Flags().StringArrayVar(&addresses, "address", nil, "the address of the host on a pool, <IPPool>=<IP>, for a pool it has no address from yet; repeat it")
 	command.Flags().StringVarP(&output, "output", "o", "", `"networkdata": print only the document`)
 	return command
+}
+
+// printRendered prints the preview, or only its document, and fails when
+// there is no document, so a pipeline stops there.
+func printRendered(out io.Writer, output string, result *Preview) error {
+	var err error
+	switch {
+	case output != outputNetworkData:
+		err = printPreview(out, result)
+	case result.NetworkData != nil:
+		_, err = fmt.Fprintln(out, string(result.NetworkData))
+	}
+	if err != nil {
+		return err
+	}
+	if result.Problem != "" {
+		return fmt.Errorf("no network data for %s/%s: %s", result.Host.Namespace, result.Host.Name, result.Problem)
+	}
+	return nil
 }
 
 // renderCluster renders a host of the cluster: its claims are the
