@@ -60,39 +60,13 @@ type claimSource func(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool
 // host that cannot be rendered has a Problem.
 func preview(ctx context.Context, templates *baremetal.Templates, claims claimSource, host *bmov1alpha1.BareMetalHost) (*Preview, error) {
 	result := &Preview{Host: host}
-	list, err := templates.List(ctx, host.Namespace)
-	if err != nil {
-		return nil, err
+	template, err := governing(ctx, templates, host, result)
+	if err != nil || template == nil {
+		return result, err
 	}
-	matching, invalid := baremetal.Selecting(list, host.Labels)
-	for _, err := range invalid {
-		result.Invalid = append(result.Invalid, err.Error())
-	}
-	for _, template := range matching {
-		result.Selecting = append(result.Selecting, template.Ref)
-	}
-	if len(matching) > 1 {
-		setUpFrom, _ := baremetal.ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
-		resolution, resolveErr := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
-		if resolveErr != nil {
-			return nil, resolveErr
-		}
-		if resolution.Governing == nil {
-			result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",
-				len(matching), joinRefs(result.Selecting))
-			return result, nil
-		}
-		matching = []baremetal.Template{*resolution.Governing}
-	}
-	if len(matching) == 0 {
-		result.Problem = "no template selects this host (a Metal3MachineTemplate is one only with the annotation " +
-			preprovv1.EnabledAnnotation + `: "true", or with --all-machine-templates)`
-		return result, nil
-	}
-	template := matching[0]
 	result.Template = template.Ref
 
-	networkData, err := templates.NetworkData(ctx, host.Namespace, template)
+	networkData, err := templates.NetworkData(ctx, host.Namespace, *template)
 	if err != nil {
 		var templateErr *baremetal.TemplateError
 		if errors.As(err, &templateErr) {
@@ -101,8 +75,7 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 		}
 		return nil, err
 	}
-	facts := baremetal.HostFacts(host)
-	plan, err := networkdata.Compile(networkData, facts, template.NetworkDataOptions()...)
+	plan, err := networkdata.Compile(networkData, baremetal.HostFacts(host), template.NetworkDataOptions()...)
 	if err != nil {
 		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
 		return result, nil
@@ -110,18 +83,7 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 	if result.Claims, result.Writes, err = claims(ctx, host, plan.Pools()); err != nil {
 		return nil, err
 	}
-	addresses := map[string]networkdata.Address{}
-	var missing []string
-	for _, claim := range result.Claims {
-		switch {
-		case claim.Address != nil:
-			addresses[claim.Pool] = *claim.Address
-		case claim.Failed != "":
-			missing = append(missing, claim.Failed)
-		default:
-			missing = append(missing, claim.Waiting)
-		}
-	}
+	addresses, missing := addressesOf(result.Claims)
 	if len(missing) > 0 {
 		result.Problem = strings.Join(missing, "; ")
 		if !strings.Contains(result.Problem, "--address") {
@@ -133,6 +95,58 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
 	}
 	return result, nil
+}
+
+// governing returns the template that governs the host, chosen as the
+// controller chooses it, and records the selecting and invalid templates;
+// nil, with the Problem, when none governs it.
+func governing(ctx context.Context, templates *baremetal.Templates, host *bmov1alpha1.BareMetalHost, result *Preview,
+) (*baremetal.Template, error) {
+	list, err := templates.List(ctx, host.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	matching, invalid := baremetal.Selecting(list, host.Labels)
+	for _, invalidErr := range invalid {
+		result.Invalid = append(result.Invalid, invalidErr.Error())
+	}
+	for _, template := range matching {
+		result.Selecting = append(result.Selecting, template.Ref)
+	}
+	switch len(matching) {
+	case 0:
+		result.Problem = "no template selects this host (a Metal3MachineTemplate is one only with the annotation " +
+			preprovv1.EnabledAnnotation + `: "true", or with --all-machine-templates)`
+		return nil, nil
+	case 1:
+		return &matching[0], nil
+	}
+	setUpFrom, _ := baremetal.ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+	resolution, err := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
+	if err != nil || resolution.Governing != nil {
+		return resolution.Governing, err
+	}
+	result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",
+		len(matching), joinRefs(result.Selecting))
+	return nil, nil
+}
+
+// addressesOf returns the claims' addresses by pool, and why the others
+// have none.
+func addressesOf(claims []ipam.PoolState) (map[string]networkdata.Address, []string) {
+	addresses := map[string]networkdata.Address{}
+	var missing []string
+	for _, claim := range claims {
+		switch {
+		case claim.Address != nil:
+			addresses[claim.Pool] = *claim.Address
+		case claim.Failed != "":
+			missing = append(missing, claim.Failed)
+		default:
+			missing = append(missing, claim.Waiting)
+		}
+	}
+	return addresses, missing
 }
 
 func joinRefs(refs []baremetal.TemplateRef) string {
