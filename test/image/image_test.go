@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,23 @@ const testImage = "capm3-preprov.test/capm3-preprov:image-test"
 // TestMain builds as make image does.
 var managerBinary, archive string
 
+// The control plane the tests share, started by the first that needs it;
+// each test uses namespaces of its own.
+var (
+	sharedControlPlane      *framework.ControlPlane
+	sharedControlPlaneError error
+	startControlPlaneOnce   sync.Once
+)
+
+func controlPlane(t *testing.T) *framework.ControlPlane {
+	t.Helper()
+	startControlPlaneOnce.Do(func() {
+		sharedControlPlane, sharedControlPlaneError = framework.StartControlPlane(framework.StartControlPlaneInput{})
+	})
+	require.NoError(t, sharedControlPlaneError)
+	return sharedControlPlane
+}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "capm3-preprov-image-")
 	if err != nil {
@@ -79,6 +97,12 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	} else {
 		fmt.Fprintln(os.Stderr, err)
+	}
+	if sharedControlPlane != nil {
+		if err := sharedControlPlane.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+			code = 1
+		}
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -200,9 +224,7 @@ func TestPodman(t *testing.T) {
 	assert.Contains(t, string(help), "--watch-filter")
 
 	ctx := context.Background()
-	cp, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
+	cp := controlPlane(t)
 	c := cp.Client
 
 	// The RBAC a user installs, for the ServiceAccount manager of namespace

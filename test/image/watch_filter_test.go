@@ -44,9 +44,7 @@ import (
 // a host of no shard is left alone.
 func TestWatchFilter(t *testing.T) {
 	ctx := context.Background()
-	cp, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
+	cp := controlPlane(t)
 	ipam, err := framework.StartIPAMStandIn(cp.Config)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ipam.Stop()) })
