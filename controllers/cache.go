@@ -30,15 +30,17 @@ import (
 )
 
 // CacheOptions keep in memory only what the controllers read, of one
-// namespace or, with "", of all.
-func CacheOptions(namespace string) cache.Options {
+// namespace or, with "", of all; with a watch filter, only objects labelled
+// cluster.x-k8s.io/watch-filter with its value (--watch-filter).
+func CacheOptions(namespace, watchFilter string) cache.Options {
+	ourSecrets := labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
 	options := cache.Options{
 		// We never read managed fields; they are often the largest part of
 		// an object.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Only our own Secrets: never BMC credentials or anything else.
-			&corev1.Secret{}:               {Label: labels.SelectorFromSet(labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})},
+			&corev1.Secret{}:               {Label: labels.SelectorFromSet(ourSecrets)},
 			&bmov1alpha1.BareMetalHost{}:   {Transform: slim.Host},
 			&ipamv1.IPPool{}:               {Transform: slim.Pool},
 			&clusterv1.MachineDeployment{}: {Transform: slim.MachineDeployment},
@@ -46,6 +48,12 @@ func CacheOptions(namespace string) cache.Options {
 	}
 	if namespace != "" {
 		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	if watchFilter != "" {
+		filter := labels.Set{clusterv1.WatchLabel: watchFilter}
+		options.DefaultLabelSelector = labels.SelectorFromSet(filter)
+		// A selector of its own replaces the default one: both labels.
+		options.ByObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Merge(ourSecrets, filter))}
 	}
 	return options
 }
