@@ -111,9 +111,9 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	claim := &ipamv1.IPClaim{}
 	key := client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}
 	written := expectations.Key{Kind: kindIPClaim, NamespacedName: key}
-	err := c.Client.Get(ctx, key, claim)
+	getErr := c.Client.Get(ctx, key, claim)
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(getErr):
 		if left, behind := writes.Behind(written, ""); behind {
 			// The claim's own event brings the host back; the timeout
 			// covers a claim deleted before the cache ever showed it.
@@ -135,8 +135,8 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		writes.Wrote(written, "")
 		state.Waiting = waitingForIPAM(pool, state.Claim)
 		return state, nil
-	case err != nil:
-		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
+	case getErr != nil:
+		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, getErr)
 	}
 	writes.Forget(written)
 
@@ -184,7 +184,7 @@ func (c *Claims) failedClaim(ctx context.Context, claim *ipamv1.IPClaim, pool *i
 		return state, err
 	}
 	if retry {
-		if err := c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
 			return state, fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
 		}
 		state.Waiting = fmt.Sprintf("IPPool %q changed or released an address since IPClaim %q failed (%s); retrying with a new claim",

@@ -66,7 +66,7 @@ func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalH
 		if referenced {
 			continue
 		}
-		if err := c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
 			return fmt.Errorf("releasing IPClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Released an IPClaim the host's network data no longer uses", "claim", claim.Name)

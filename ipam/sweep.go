@@ -81,7 +81,7 @@ func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 		if !orphaned {
 			continue
 		}
-		if err := s.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID}); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(s.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
 			return fmt.Errorf("deleting IPClaim %s/%s of a deleted host: %w", claim.Namespace, claim.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted the IPClaim of a deleted host", "claim", client.ObjectKeyFromObject(claim))
@@ -192,7 +192,10 @@ func (s *Sweeper) exists(ctx context.Context, key client.ObjectKey, obj client.O
 	if err := s.Client.Get(ctx, key, obj); err == nil && (uid == "" || obj.GetUID() == uid) {
 		return true, nil
 	}
-	fresh := obj.DeepCopyObject().(client.Object)
+	fresh, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("a copy of %T is not an object", obj)
+	}
 	err := s.APIReader.Get(ctx, key, fresh)
 	if apierrors.IsNotFound(err) {
 		return false, nil

@@ -80,7 +80,7 @@ func bondParamErrors(params map[string]map[string]intstr.IntOrString, links []li
 	bondParams := map[string][]capm3.NetworkDataLinkBondParam{}
 	var ids []string
 	for _, l := range links {
-		if l.kind == "bond" {
+		if l.kind == kindBond {
 			bondParams[l.id] = l.bond.Parameters
 			ids = append(ids, quote(l.id))
 		}

@@ -19,7 +19,6 @@ package networkdata
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"testing"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -85,7 +84,7 @@ func FuzzRender(f *testing.F) {
 		out, err := plan.Render(addresses)
 		if err != nil {
 			requireOneLineError(t, err)
-			assert.False(t, errors.Is(err, ErrMissingAddress), "every pool Pools named had an address: %v", err)
+			assert.NotErrorIs(t, err, ErrMissingAddress, "every pool Pools named had an address")
 			return
 		}
 

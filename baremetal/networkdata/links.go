@@ -25,11 +25,18 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
+// The kinds of link, as errors name them.
+const (
+	kindBond     = "bond"
+	kindEthernet = "ethernet"
+	kindVlan     = "vlan"
+)
+
 // linkSpec is one link of any kind, so the three template lists share one
 // code path, as networkSpec does for networks.
 type linkSpec struct {
 	field    string
-	kind     string // bond, ethernet or vlan
+	kind     string // kindBond, kindEthernet or kindVlan
 	typ      string // the rendered "type": bond, vlan, or an ethernet's own type
 	macKey   string // the key its MAC address renders under
 	id, name string
@@ -53,19 +60,19 @@ func linkSpecs(l *capm3.NetworkDataLink) []linkSpec {
 	for i := range l.Bonds {
 		b := &l.Bonds[i]
 		out = append(out, linkSpec{
-			field: item(root+".links.bonds", i, b.Id), kind: "bond", typ: "bond", macKey: "ethernet_mac_address",
+			field: item(root+".links.bonds", i, b.Id), kind: kindBond, typ: "bond", macKey: "ethernet_mac_address",
 			id: b.Id, name: b.Name, mtu: b.MTU, mac: b.MACAddress, members: b.BondLinks, bond: b,
 		})
 	}
 	for i, e := range l.Ethernets {
 		out = append(out, linkSpec{
-			field: item(root+".links.ethernets", i, e.Id), kind: "ethernet", typ: e.Type, macKey: "ethernet_mac_address",
+			field: item(root+".links.ethernets", i, e.Id), kind: kindEthernet, typ: e.Type, macKey: "ethernet_mac_address",
 			id: e.Id, name: e.Name, mtu: e.MTU, mac: e.MACAddress,
 		})
 	}
 	for i, v := range l.Vlans {
 		out = append(out, linkSpec{
-			field: item(root+".links.vlans", i, v.Id), kind: "vlan", typ: "vlan", macKey: "vlan_mac_address",
+			field: item(root+".links.vlans", i, v.Id), kind: kindVlan, typ: "vlan", macKey: "vlan_mac_address",
 			id: v.Id, name: v.Name, mtu: v.MTU, mac: v.MACAddress, parent: v.VlanLink, vlanID: v.VlanID,
 		})
 	}
@@ -91,11 +98,11 @@ func (c *compiler) links(links []linkSpec) ([]any, error) {
 func (c *compiler) link(l linkSpec) (map[string]any, error) {
 	entry := map[string]any{"type": l.typ, "id": l.id, "mtu": l.mtu}
 	switch l.kind {
-	case "bond":
+	case kindBond:
 		entry["bond_mode"] = l.bond.BondMode
 		entry["bond_xmit_hash_policy"] = l.bond.BondXmitHashPolicy
 		entry["bond_links"] = l.members
-	case "vlan":
+	case kindVlan:
 		if err := vlanIDErr(l.field, l.vlanID); err != nil {
 			return nil, err
 		}
@@ -113,7 +120,7 @@ func (c *compiler) link(l linkSpec) (map[string]any, error) {
 		return nil, err
 	}
 	entry[l.macKey] = mac
-	if l.kind != "bond" {
+	if l.kind != kindBond {
 		return entry, nil
 	}
 	if err := addBondParams(entry, l.field, l.bond.Parameters); err != nil {

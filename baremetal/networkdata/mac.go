@@ -50,7 +50,7 @@ func (c *compiler) planBootMAC(links []linkSpec) {
 			continue
 		}
 		c.hostInterfaceLinks = append(c.hostInterfaceLinks, strings.TrimPrefix(l.field, root+"."))
-		if l.kind == "ethernet" {
+		if l.kind == kindEthernet {
 			c.bootMACLink = l.field
 		}
 	}
@@ -119,7 +119,7 @@ func isMAC(s string) bool {
 	if len(s) != 17 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		ch := s[i]
 		if i%3 == 2 {
 			if ch != ':' && ch != '-' {

@@ -33,15 +33,15 @@ import (
 // template decodes a spec.networkData written as in a Metal3DataTemplate;
 // unknown fields fail the test so a typo cannot silently drop a case. A link
 // without mtu gets 1500, as the API server's CRD default gives it.
-func template(t testing.TB, doc string) *capm3.NetworkData {
-	t.Helper()
+func template(tb testing.TB, doc string) *capm3.NetworkData {
+	tb.Helper()
 	if doc == "" {
 		return nil
 	}
 	dec := json.NewDecoder(strings.NewReader(doc))
 	dec.DisallowUnknownFields()
 	nd := &capm3.NetworkData{}
-	require.NoError(t, dec.Decode(nd))
+	require.NoError(tb, dec.Decode(nd))
 	if nd.Links != nil {
 		for i := range nd.Links.Bonds {
 			defaultMTU(&nd.Links.Bonds[i].MTU)
@@ -434,13 +434,13 @@ func TestRender(t *testing.T) {
 func TestRenderExactBytes(t *testing.T) {
 	got, err := Render(nil, Host{}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, `{"links":[],"networks":[],"services":[]}`, string(got))
+	assert.Equal(t, `{"links":[],"networks":[],"services":[]}`, string(got)) //nolint:testifylint // the exact bytes are the point
 
 	nd := template(t, `{"links": {"ethernets": [{"type": "phy", "id": "eth0", "mtu": 1500, "macAddress": {"string": "52:54:00:12:34:56"}}]},
 		"networks": {"ipv4DHCP": [{"id": "prov", "link": "eth0"}]}, "services": {"dns": ["8.8.8.8"]}}`)
 	got, err = Render(nd, Host{}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, `{"links":[{"ethernet_mac_address":"52:54:00:12:34:56","id":"eth0","mtu":1500,"type":"phy"}],`+
+	assert.Equal(t, `{"links":[{"ethernet_mac_address":"52:54:00:12:34:56","id":"eth0","mtu":1500,"type":"phy"}],`+ //nolint:testifylint // the exact bytes are the point
 		`"networks":[{"id":"prov","link":"eth0","network_id":"prov","routes":[],"type":"ipv4_dhcp"}],"services":[{"address":"8.8.8.8","type":"dns"}]}`,
 		string(got), "keys are sorted and nothing is HTML-escaped")
 	requireValidForIronic(t, got)
@@ -978,7 +978,7 @@ func TestInputErrors(t *testing.T) {
 			for _, err := range []error{compileErr, renderErr} {
 				require.Error(t, err)
 				assert.True(t, IsInputError(err), "want an input error, got %v", err)
-				assert.False(t, errors.Is(err, ErrMissingAddress))
+				require.NotErrorIs(t, err, ErrMissingAddress)
 				var inputErr *InputError
 				require.ErrorAs(t, err, &inputErr)
 				assert.Equal(t, tt.field, inputErr.Field)
@@ -1152,7 +1152,7 @@ func TestIsMAC(t *testing.T) {
 		"52:54:00:12:34:5g":  false,
 		"525400123456":       false,
 		"52.54.00.12.34.56":  false,
-		"52:54:00:12:34:56 ": false,
+		"52:54:00:12:34:56 ": false, //nolint:gocritic // a trailing space is not a MAC
 		"":                   false,
 	} {
 		assert.Equal(t, want, isMAC(mac), mac)

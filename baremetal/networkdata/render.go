@@ -43,7 +43,7 @@ func Compile(nd *capm3.NetworkData, host Host, opts ...Option) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNetworks(nets, ids); err != nil {
+	if err = checkNetworks(nets, ids); err != nil {
 		return nil, err
 	}
 	if errs := bondParamErrors(o.bondParams, links, true); len(errs) > 0 {

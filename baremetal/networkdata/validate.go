@@ -55,7 +55,7 @@ func linkErrors(links []linkSpec) (map[string]string, []error) {
 				errs = append(errs, err)
 			}
 		}
-		if l.kind != "vlan" {
+		if l.kind != kindVlan {
 			continue
 		}
 		if err := checkLinkRef(ids, l.field+".vlanLink", l.parent, l.id); err != nil {
@@ -89,14 +89,14 @@ func linkFieldErrors(links []linkSpec) []error {
 	}
 	for _, l := range links {
 		switch l.kind {
-		case "bond":
+		case kindBond:
 			add(enumErr(l.field+".bondMode", l.bond.BondMode, "a bond mode", bondModes))
 			if len(l.members) == 0 {
 				add(inputErr(l.field+".bondLinks", "is empty; list the ids of the bond's member links: Ironic's network_data schema requires bond_links, and a bond without members carries no traffic"))
 			}
-		case "ethernet":
+		case kindEthernet:
 			add(enumErr(l.field+".type", l.typ, "an ethernet link type", ethernetTypes))
-		case "vlan":
+		case kindVlan:
 			add(vlanIDErr(l.field, l.vlanID))
 		}
 		add(mtuErr(l.field, l.mtu))

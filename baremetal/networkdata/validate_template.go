@@ -137,7 +137,7 @@ func networkAddressErr(r routeSpec, field string, ipv4 bool) error {
 	}
 	network, err := addr.Prefix(prefix)
 	if err != nil || network.Addr() == addr {
-		return nil // a prefix out of range is reported on prefix
+		return nil //nolint:nilerr // a prefix out of range is reported on prefix
 	}
 	return inputErr(field+".network", "%s has host bits set for prefix %s; use the network address %s, or fix prefix",
 		quote(r.network), prefixText, quote(network.Addr().String()))

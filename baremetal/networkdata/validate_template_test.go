@@ -317,7 +317,7 @@ func requireErrors(t *testing.T, errs []*InputError, want []wantErr) {
 	for i, err := range errs {
 		got[i] = err.Field
 		assert.NotContains(t, err.Error(), "\n", "messages go into Events and must be one line")
-		assert.ErrorIs(t, err, ErrInvalidInput)
+		require.ErrorIs(t, err, ErrInvalidInput)
 	}
 	wantFields := make([]string, len(want))
 	for i, w := range want {

@@ -63,7 +63,8 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 
 	slimmed, err := Host(host)
 	require.NoError(t, err)
-	slim := slimmed.(*bmov1alpha1.BareMetalHost)
+	slim, ok := slimmed.(*bmov1alpha1.BareMetalHost)
+	require.True(t, ok)
 
 	want := host.ObjectMeta.DeepCopy()
 	want.ManagedFields = nil
@@ -80,7 +81,7 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 
 	uninspected, err := Host(&bmov1alpha1.BareMetalHost{})
 	require.NoError(t, err)
-	assert.Nil(t, uninspected.(*bmov1alpha1.BareMetalHost).Status.HardwareDetails)
+	assert.Equal(t, &bmov1alpha1.BareMetalHost{}, uninspected, "a host never inspected has no hardware details")
 
 	other := &corev1.Secret{}
 	passed, err := Host(other)
