@@ -35,6 +35,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -61,6 +63,7 @@ var notRunHere = map[string]string{
 		"test/clusterctl's TestGeneratedClusters creates what generate cluster gives",
 	"kubectl -n capm3-preprov-system scale deployment capm3-preprov-controller-manager --replicas=0": "make run runs " +
 		"the manager as a process, not the Deployment of clusterctl init",
+	"kind load image-archive out/capm3-preprov-image.tar": "kind is not installed here; test/image loads the archive with podman",
 	"make kind-cluster":                "a target of Cluster API's Makefile, run in its checkout",
 	"make tilt-up":                     "a target of Cluster API's Makefile, run in its checkout",
 	"hack/tools/internal/tilt-prepare": "a folder of Cluster API's repository",
@@ -266,10 +269,13 @@ func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.
 	inventoryCRD := filepath.Join(strings.TrimSpace(string(capiDir)), "cmd", "clusterctl", "config", "manifest", "clusterctl-api.yaml")
 	_, err = framework.ApplyFiles(ctx, env.Client, inventoryCRD)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		_, err := framework.ApplyFiles(ctx, env.Client, filepath.Join("testdata", "installed-providers.yaml"))
-		return err == nil
+	providers := &unstructured.UnstructuredList{}
+	providers.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, env.Client.List(ctx, providers))
 	}, 30*time.Second, 200*time.Millisecond, "the inventory CRD is served")
+	_, err = framework.ApplyFiles(ctx, env.Client, filepath.Join("testdata", "installed-providers.yaml"))
+	require.NoError(t, err)
 }
 
 // clusterctlRepository builds a local clusterctl repository of our release
