@@ -34,6 +34,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -201,8 +202,13 @@ func TestPluginExplains(t *testing.T) {
 			original := host.DeepCopy()
 			host.Annotations[preprovv1.UnpausedAtAnnotation] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 			require.NoError(t, k8sClient.Patch(context.Background(), host, client.MergeFrom(original)))
-			host.Status.Provisioning.State = bmov1alpha1.StateInspecting
-			require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+			// On a fresh copy each time: the manager records the stall on the
+			// host as soon as it sees the old unpause time.
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				host := getHost(t, ns, "worker-0")
+				host.Status.Provisioning.State = bmov1alpha1.StateInspecting
+				return k8sClient.Status().Update(context.Background(), host)
+			}))
 			return "worker-0"
 		},
 		want: plugin.SituationStalled,
