@@ -89,7 +89,7 @@ var shows = map[string]struct{ contains, lacks []string }{
 	},
 }
 
-// shims make make and go commands dry (-n) and check a clusterctl command
+// shims run the make and go commands dry (-n) and check a clusterctl command
 // other than generate by its flags: --help still parses every flag.
 const shims = `make() { command make -n "$@"; }
 go() { command go "$1" -n "${@:2}"; }
@@ -124,6 +124,9 @@ func TestDocCommands(t *testing.T) {
 		assert.True(t, shown[text], "notRunHere names a command no document shows: %s", text)
 	}
 
+	if testing.Short() {
+		t.Skip("-short: the commands need what make run sets up")
+	}
 	docs := startMakeRun(t, root)
 	for _, command := range commands {
 		t.Run(fmt.Sprintf("%s:%d", command.file, command.line), func(t *testing.T) {
@@ -146,6 +149,7 @@ type docEnvironment struct {
 }
 
 func (d *docEnvironment) check(t *testing.T, command docCommand) {
+	t.Helper()
 	text := placeholders.Replace(command.text)
 	words := text
 	for envAssignment.MatchString(words) {
@@ -154,7 +158,7 @@ func (d *docEnvironment) check(t *testing.T, command docCommand) {
 	word, _, _ := strings.Cut(words, " ")
 	switch {
 	case word == "kubectl":
-		output := d.bash(t, command, d.root, d.kubectlEnv, text)
+		output := runBash(t, command, d.root, d.kubectlEnv, text)
 		want := shows[command.text]
 		for _, s := range want.contains {
 			assert.Contains(t, output, s, "%s shows it", command)
@@ -163,24 +167,24 @@ func (d *docEnvironment) check(t *testing.T, command docCommand) {
 			assert.NotContains(t, output, s, "%s does not show it", command)
 		}
 	case word == "clusterctl":
-		d.bash(t, command, d.clusterctlDir, d.kubectlEnv, shims+text)
+		runBash(t, command, d.clusterctlDir, d.kubectlEnv, shims+text)
 	case word == "make" || word == "go":
-		d.bash(t, command, d.root, withoutMakeFlags(os.Environ()), shims+text)
+		runBash(t, command, d.root, withoutMakeFlags(os.Environ()), shims+text)
 	case strings.HasPrefix(word, "hack/"):
 		info, err := os.Stat(filepath.Join(d.root, word))
 		require.NoError(t, err, "%s", command)
 		if !info.IsDir() {
 			assert.NotZero(t, info.Mode()&0o111, "%s: %s is not executable", command, word)
-			d.bash(t, command, d.root, os.Environ(), "bash -n "+word)
+			runBash(t, command, d.root, os.Environ(), "bash -n "+word)
 		}
 	default:
 		t.Fatalf("%s: no way to check a %q command: add one to test/docs", command, word)
 	}
 }
 
-// bash runs script with bash in dir and returns its output; the command
+// runBash runs script with bash in dir and returns its output; the command
 // must exit 0.
-func (d *docEnvironment) bash(t *testing.T, command docCommand, dir string, env []string, script string) string {
+func runBash(t *testing.T, command docCommand, dir string, env []string, script string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -220,7 +224,7 @@ func startMakeRun(t *testing.T, root string) *docEnvironment {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	for binary, pkg := range map[string]string{"manager": ".", "kubectl-preprov": "./cmd/kubectl-preprov"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, binary), pkg)
+		build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(bin, binary), pkg)
 		build.Dir = root
 		output, err := build.CombinedOutput()
 		require.NoError(t, err, "go build %s\n%s", pkg, output)
@@ -262,7 +266,7 @@ func startMakeRun(t *testing.T, root string) *docEnvironment {
 // clusterctl init would.
 func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.ControlPlane, root string) {
 	t.Helper()
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
 	list.Dir = root
 	capiDir, err := list.Output()
 	require.NoError(t, err)
@@ -284,7 +288,7 @@ func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.
 func clusterctlRepository(t *testing.T, root, dir, home string) string {
 	t.Helper()
 	version := filepath.Join(dir, "repository", "infrastructure-metal3-preprov", "v0.1.0")
-	release := exec.Command(filepath.Join(root, "hack", "release-manifests.sh"))
+	release := exec.CommandContext(t.Context(), filepath.Join(root, "hack", "release-manifests.sh"))
 	release.Dir = root
 	release.Env = append(os.Environ(), "KUSTOMIZE="+filepath.Join(root, "bin", "kustomize"), "OUT="+version, "TAG=v0.1.0")
 	output, err := release.CombinedOutput()

@@ -108,10 +108,14 @@ var shellComment = regexp.MustCompile(`\s+#\s.*$`)
 // withoutComment drops a line's trailing comment, unless its # is quoted.
 func withoutComment(line string) string {
 	location := shellComment.FindStringIndex(line)
-	if location == nil || strings.Count(line[:location[0]], "'")%2 == 1 || strings.Count(line[:location[0]], `"`)%2 == 1 {
+	if location == nil {
 		return line
 	}
-	return line[:location[0]]
+	before := line[:location[0]]
+	if strings.Count(before, "'")%2 == 1 || strings.Count(before, `"`)%2 == 1 {
+		return line
+	}
+	return before
 }
 
 func TestExtractCommands(t *testing.T) {
