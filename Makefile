@@ -23,6 +23,7 @@ K8S_LDFLAGS := -s -w \
 CONTROLLER_GEN := $(BIN)/controller-gen
 KUSTOMIZE := $(BIN)/kustomize
 CLUSTERCTL := $(BIN)/clusterctl
+GOLANGCI_LINT := $(BIN)/golangci-lint
 CLUSTERCTL_LDFLAGS := -X sigs.k8s.io/cluster-api/version.gitMajor=1 -X sigs.k8s.io/cluster-api/version.gitMinor=13 \
 	-X sigs.k8s.io/cluster-api/version.gitVersion=v1.13.4 -X sigs.k8s.io/cluster-api/version.gitCommit=27f464418c195d96ae2ef4b96f3b6a047ea89310 \
 	-X sigs.k8s.io/cluster-api/version.gitTreeState=clean -X sigs.k8s.io/cluster-api/version.buildDate=2026-07-14T11:31:17Z
@@ -75,10 +76,9 @@ docs-flags: ## Regenerate README's table of the manager's flags (go test . check
 	go test . -run '^TestREADMEFlagTable$$' -count=1 -update-readme
 
 .PHONY: lint
-lint: ## Licence headers, gofmt and go vet.
+lint: $(GOLANGCI_LINT) ## Licence headers, then golangci-lint (.golangci.yaml: gofmt, goimports, go vet and CAPM3's linters).
 	hack/verify-boilerplate.sh
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
-	go vet ./...
+	$(GOLANGCI_LINT) run --timeout 20m ./...
 
 ##@ Test
 
@@ -140,6 +140,9 @@ $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 
 $(KUSTOMIZE): hack/tools/kustomize/go.mod
 	cd hack/tools/kustomize && go build -o $@ sigs.k8s.io/kustomize/kustomize/v5
+
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
+	cd hack/tools/golangci-lint && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CLUSTERCTL): hack/tools/clusterctl/go.mod
 	cd hack/tools/clusterctl && go build -trimpath -ldflags "$(CLUSTERCTL_LDFLAGS)" -o $@ sigs.k8s.io/cluster-api/cmd/clusterctl

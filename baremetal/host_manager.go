@@ -176,8 +176,8 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
-	if outcome, err := m.driftWithoutClaims(ctx, host, template, secret, pools); err != nil || outcome != nil {
-		return derefOutcome(outcome), err
+	if drift, driftErr := m.driftWithoutClaims(ctx, host, template, secret, pools); driftErr != nil || drift != nil {
+		return derefOutcome(drift), driftErr
 	}
 	claims, outcome, err := m.claimStates(ctx, host, template.Ref, pools)
 	if err != nil || outcome != nil {

@@ -21,6 +21,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -140,8 +141,7 @@ var hostChangedWhatWeRead = predicate.Funcs{
 // changes with every write (resourceVersion, generation) and what we never
 // look at (finalizers, owners).
 func whatWeRead(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
-	slimmed, _ := slim.Host(host)
-	read := slimmed.(*bmov1alpha1.BareMetalHost)
+	read := slim.HostCopy(host)
 	read.ResourceVersion, read.Generation, read.Finalizers, read.OwnerReferences = "", 0, nil, nil
 	if read.Status.HardwareDetails != nil && len(read.Status.HardwareDetails.NIC) == 0 {
 		// Inspection data without NICs holds nothing we read.
@@ -178,13 +178,17 @@ func poolAddressesChanged() predicate.Predicate {
 	}
 }
 
+// conflictRetryDelay gives the cache time to catch up with the write that
+// won an optimistic-lock race before the host is reconciled again.
+const conflictRetryDelay = 200 * time.Millisecond
+
 // requeueOnConflict retries a write that lost an optimistic-lock race (our
 // cache was behind the API server) without reporting it as an error: it is
 // expected, and the next attempt reads the newer object.
 func requeueOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Write conflict, retrying", "reason", err.Error())
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 	}
 	return ctrl.Result{}, err
 }

@@ -231,6 +231,7 @@ func TestBadInputIsReportedAndFixable(t *testing.T) {
 			reason:      baremetal.ReasonIPClaimFailed,
 			noteHas:     []string{`IPPool "missing" does not exist`},
 			fix: func(t *testing.T, ns string) {
+				t.Helper()
 				create(t, fixtures.Pool(ns, "missing", "192.0.2.10", "192.0.2.20", "192.0.2.1"))
 			},
 		},
@@ -241,6 +242,7 @@ func TestBadInputIsReportedAndFixable(t *testing.T) {
 			reason:       baremetal.ReasonTemplateInvalid,
 			noteHas:      []string{`Metal3DataTemplate "absent"`, "does not exist"},
 			fix: func(t *testing.T, ns string) {
+				t.Helper()
 				create(t, fixtures.DataTemplate(ns, "absent", fixtures.StaticNetworkData()))
 			},
 		},
@@ -258,6 +260,7 @@ func TestBadInputIsReportedAndFixable(t *testing.T) {
 			reason:      baremetal.ReasonRenderFailed,
 			noteHas:     []string{"example.com/mac", "not-a-mac"},
 			fix: func(t *testing.T, ns string) {
+				t.Helper()
 				host := getHost(t, ns, "node-0")
 				original := host.DeepCopy()
 				host.Annotations["example.com/mac"] = "52:54:00:aa:bb:ff"
@@ -422,6 +425,7 @@ func countingHostManager(t *testing.T, allMachineTemplates bool) (*baremetal.Hos
 // Metal3DataTemplate, named by the Metal3MachineTemplate.
 func fixDataTemplate(networkData *capm3.NetworkData) func(t *testing.T, ns string) {
 	return func(t *testing.T, ns string) {
+		t.Helper()
 		create(t, fixtures.DataTemplate(ns, "data-fixed", networkData))
 		pointMachineTemplateAt(t, ns, "workers", "data-fixed")
 	}

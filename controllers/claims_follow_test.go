@@ -33,7 +33,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
-func claimGone(c require.TestingT, ns, name string) bool {
+func claimGone(ns, name string) bool {
 	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &ipamv1.IPClaim{})
 	return apierrors.IsNotFound(err)
 }
@@ -70,7 +70,7 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, "198.51.100.10", ipOf(readNetworkData(c, ns, "node-0")))
-		assert.True(c, claimGone(c, ns, "node-0-old"), "the claim on the old pool is still there")
+		assert.True(c, claimGone(ns, "node-0-old"), "the claim on the old pool is still there")
 	}, waitTimeout, pollInterval)
 	assert.NotNil(t, claimOf(t, ns, "node-0-new").Status.Address)
 
@@ -102,7 +102,7 @@ func TestPausedHostThatLosesItsTemplateReleasesItsClaims(t *testing.T) {
 
 	require.NoError(t, k8sClient.Delete(context.Background(), getTemplate(t, ns, "rack-r1")))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.True(c, claimGone(c, ns, "node-0-provisioning"), "the claim of a host no template selects is still there")
+		assert.True(c, claimGone(ns, "node-0-provisioning"), "the claim of a host no template selects is still there")
 	}, waitTimeout, pollInterval)
 	assertPausedForUs(t, ns, "node-0")
 }
@@ -126,7 +126,7 @@ func TestProvisionedHostReportingDriftClaimsNoNewPool(t *testing.T) {
 	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
 	note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataDrift)
 	assert.Contains(t, note, `IPPool new, which the host holds none from`)
-	assert.True(t, claimGone(t, ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
+	assert.True(t, claimGone(ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
 	assert.NotNil(t, claimOf(t, ns, "node-0-old").Status.Address)
 	assert.Equal(t, before, readNetworkData(t, ns, "node-0"))
 }

@@ -66,6 +66,7 @@ var exampleExpectations = map[string]exampleExpectation{
 			"worker-1": "Metal3MachineTemplate/workers",
 		},
 		check: func(t *testing.T, ns string, networkData map[string]map[string]any) {
+			t.Helper()
 			for _, host := range []string{"worker-0", "worker-1"} {
 				link := linksByID(t, networkData[host])["enp1s0"]
 				assert.Equal(t, getHost(t, ns, host).Spec.BootMACAddress, link["ethernet_mac_address"],
@@ -84,6 +85,7 @@ var exampleExpectations = map[string]exampleExpectation{
 			"rack-b2-0": "Metal3PreprovisioningTemplate/rack-b",
 		},
 		check: func(t *testing.T, _ string, networkData map[string]map[string]any) {
+			t.Helper()
 			// Inline networkData and the Metal3DataTemplate behind
 			// dataTemplateRef each use their own pool.
 			subnets := map[string]string{
@@ -101,6 +103,7 @@ var exampleExpectations = map[string]exampleExpectation{
 		templateOf:          map[string]string{"bonded-0": "Metal3PreprovisioningTemplate/bond-vlan"},
 		ironicTakesAs8021ad: []string{"bonded-0"},
 		check: func(t *testing.T, _ string, networkData map[string]map[string]any) {
+			t.Helper()
 			links := linksByID(t, networkData["bonded-0"])
 			assert.Equal(t, "00:5c:52:31:3c:01", links["eno1"]["ethernet_mac_address"], "eno1's MAC is a string")
 			assert.Equal(t, "00:5c:52:31:3c:02", links["eno2"]["ethernet_mac_address"], "eno2's MAC comes from the host's annotation")
@@ -112,7 +115,7 @@ var exampleExpectations = map[string]exampleExpectation{
 			assert.Equal(t, []any{"eno1", "eno2"}, bond["bond_links"])
 			// Scalars, the keys glean and cloud-init apply (bondParameters);
 			// the bond's own parameters only name them.
-			assert.Equal(t, float64(100), bond["bond_miimon"])
+			assert.InDelta(t, 100, bond["bond_miimon"], 0)
 			assert.Equal(t, "fast", bond["bond_lacp_rate"])
 			assert.NotContains(t, bond, "bond_options")
 
@@ -140,6 +143,7 @@ var exampleExpectations = map[string]exampleExpectation{
 			"dual-stack-0": "Metal3PreprovisioningTemplate/dual-stack",
 		},
 		check: func(t *testing.T, _ string, networkData map[string]map[string]any) {
+			t.Helper()
 			defaultRoute := map[string]any{"network": "::", "netmask": "::", "gateway": "2001:db8::1",
 				"services": []any{map[string]any{"type": "dns", "address": "2001:db8::53"}}}
 			for _, host := range []string{"ipv6-0", "ipv6-1", "dual-stack-0"} {
@@ -171,6 +175,7 @@ var exampleExpectations = map[string]exampleExpectation{
 // cloud-init. A new folder is picked up without touching this file; its
 // exampleExpectations entry adds the specifics.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	folders := exampleFolders(t)
 	for folder := range exampleExpectations {
 		require.Contains(t, folders, folder, "exampleExpectations names a folder that is not in examples/")
@@ -381,6 +386,7 @@ type exampleConsumers struct {
 
 func startConsumers(t *testing.T) *exampleConsumers {
 	t.Helper()
+	//nolint:usetesting // kept after a failure, with Ironic's log, where t.TempDir would remove it
 	dir, err := os.MkdirTemp("", "capm3-preprov-examples-")
 	require.NoError(t, err)
 	type result struct {
@@ -426,6 +432,7 @@ func (c *exampleConsumers) check(t *testing.T, ns, folder string, hosts []string
 
 		start := time.Now()
 		accepted, err := server.Accept(ctx, ns, host, document)
+		//nolint:testifylint // every host's refusal is reported, and cloud-init still checks it
 		if assert.NoError(t, err, "Ironic's API must take the network data of %s as BMO hands it over", host) {
 			t.Logf("%s: Ironic took the network data in %s", host, time.Since(start).Round(time.Millisecond))
 			assert.Equal(t, slices.Contains(exampleExpectations[folder].ironicTakesAs8021ad, host), accepted.BondModeSubstituted,
@@ -436,6 +443,7 @@ func (c *exampleConsumers) check(t *testing.T, ns, folder string, hosts []string
 		}
 
 		start = time.Now()
+		//nolint:testifylint // every host's problem is reported, not only the first host's
 		assert.NoError(t, cloudinit.Check(ctx, document, filepath.Join(c.dir, "cloud-init", folder, host)))
 		t.Logf("%s: cloud-init's net-convert and the check took %s", host, time.Since(start).Round(time.Millisecond))
 	}

@@ -95,22 +95,6 @@ func (m *hostMapper) forDataTemplate(ctx context.Context, obj client.Object) []r
 	return requests
 }
 
-// forPool maps a pool's creation, deletion or spec change to the hosts still
-// paused for us in its namespace: only they can be waiting on a pool.
-func (m *hostMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{index.HostPausedForUsField: "true"}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the paused BareMetalHosts of an IPPool's namespace")
-		return nil
-	}
-	requests := make([]reconcile.Request, 0, len(hosts.Items))
-	for i := range hosts.Items {
-		requests = append(requests, requestFor(&hosts.Items[i]))
-	}
-	return requests
-}
-
 // forAddress maps an IPAddress to the hosts owning its claim: IPAM creates
 // the address before it points the claim at it, but our cache may see the two
 // in either order. An address of ours whose claim is gone maps to the host

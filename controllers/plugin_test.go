@@ -186,6 +186,7 @@ func TestPluginExplains(t *testing.T) {
 	for _, tt := range []explainCase{{
 		name: "set up",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns, "worker-0")
 			waitForNetworkData(t, ns, "worker-0")
 			return "worker-0"
@@ -196,6 +197,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "inspection stalls",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns, "worker-0")
 			waitForNetworkData(t, ns, "worker-0")
 			host := getHost(t, ns, "worker-0")
@@ -216,6 +218,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "paused by someone else",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns)
 			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
 			host.Annotations[preprovv1.PausedAnnotation] = "metal3.io/capm3"
@@ -227,6 +230,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "no template",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns)
 			create(t, fixtures.Host(ns, "stray-0", "52:54:00:aa:bb:01", map[string]string{"role": "stray"}))
 			return "stray-0"
@@ -237,6 +241,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "two templates",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			create(t, fixtures.PreprovisioningTemplate(ns, "also-workers", workers, fixtures.StaticNetworkData()))
 			createPooledWorkers(t, ns, "worker-0")
 			return "worker-0"
@@ -246,6 +251,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "a missing Metal3DataTemplate",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			create(t, fixtures.MachineTemplate(ns, "workers", "missing", workers), fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers))
 			return "worker-0"
 		},
@@ -254,6 +260,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "no MAC before inspection",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			networkData := fixtures.PoolNetworkData("provisioning")
 			networkData.Links.Ethernets = append(networkData.Links.Ethernets, capm3.NetworkDataLinkEthernet{
 				Type: "phy", Id: "enp2s0", MTU: 1500, MACAddress: &capm3.NetworkLinkEthernetMac{FromHostInterface: "enp2s0"},
@@ -270,6 +277,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "waiting for IPAM",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
 			pool.Spec.ClusterName = ptr.To("not-yet")
 			create(t, pool,
@@ -283,6 +291,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "an exhausted pool",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			create(t,
 				fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.10", "192.0.2.1"),
 				fixtures.DataTemplate(ns, "pooled", fixtures.PoolNetworkData("provisioning")),
@@ -297,6 +306,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "held by Cluster API",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns)
 			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
 			host.Annotations["cluster.x-k8s.io/paused"] = ""
@@ -308,6 +318,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "not handed over",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns)
 			host := fixtures.Host(ns, "worker-0", "52:54:00:aa:bb:01", workers)
 			host.Annotations = nil
@@ -319,6 +330,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "orphaned",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			createPooledWorkers(t, ns, "worker-0")
 			waitForNetworkData(t, ns, "worker-0")
 			require.NoError(t, k8sClient.Delete(context.Background(), &capm3.Metal3MachineTemplate{ObjectMeta: metaNamed(ns, "workers")}))
@@ -329,6 +341,7 @@ func TestPluginExplains(t *testing.T) {
 	}, {
 		name: "drift",
 		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
 			racked := map[string]string{"rack": "r1"}
 			create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()), fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked))
 			waitForNetworkData(t, ns, "node-0")

@@ -145,7 +145,7 @@ func TestBondParametersReachTheSecret(t *testing.T) {
 		}
 	}
 	require.NotNil(t, bond, "links: %v", networkData["links"])
-	assert.Equal(t, float64(100), bond["bond_miimon"])
+	assert.InDelta(t, 100, bond["bond_miimon"], 0)
 	assert.Equal(t, "fast", bond["bond_lacp_rate"])
 	assert.Equal(t, "layer3+4", bond["bond_xmit_hash_policy"])
 	assert.Equal(t, map[string]any{"miimon": float64(100)}, bond["bond_options"], "CAPM3's parameter is rendered as CAPM3 does")

@@ -87,8 +87,8 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 			return patchErr
 		},
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			gvk, err := c.GroupVersionKindFor(obj)
-			if err == nil && gvk.Kind == hidden.Load() {
+			gvk, gvkErr := c.GroupVersionKindFor(obj)
+			if gvkErr == nil && gvk.Kind == hidden.Load() {
 				return apierrors.NewNotFound(schema.GroupResource{Resource: gvk.Kind}, key.Name)
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -117,9 +117,9 @@ func TestReconcileOnACacheBehindOurWritesWritesNothingAgain(t *testing.T) {
 	hidden.Store("")
 	stale := withoutSuiteProblem(getHost(t, ns, "node-0"))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		outcome, err := manager.Reconcile(ctx, stale.DeepCopy())
-		require.NoError(c, err)
-		assert.Equal(c, baremetal.PhaseReady, outcome.Phase, outcome.Message)
+		settled, reconcileErr := manager.Reconcile(ctx, stale.DeepCopy())
+		require.NoError(c, reconcileErr)
+		assert.Equal(c, baremetal.PhaseReady, settled.Phase, settled.Message)
 	}, waitTimeout, pollInterval)
 	assert.Equal(t, []string{"create IPClaim: 1", "create Secret: 1", "patch BareMetalHost: 1"}, writes.Writes())
 

@@ -65,7 +65,7 @@ func runSuite(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := Setup(ctx, mgr, Options{}); err != nil {
+	if err = Setup(ctx, mgr, Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

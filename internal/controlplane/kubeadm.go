@@ -70,14 +70,22 @@ type KubeadmControlPlaneList struct {
 	Items           []KubeadmControlPlane `json:"items"`
 }
 
-// DeepCopyObject copies the view; every field but the metadata is a value.
-func (in *KubeadmControlPlane) DeepCopyObject() runtime.Object {
+// DeepCopy copies the view; every field but the metadata is a value.
+func (in *KubeadmControlPlane) DeepCopy() *KubeadmControlPlane {
 	if in == nil {
 		return nil
 	}
 	out := *in
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return &out
+}
+
+// DeepCopyObject copies the view.
+func (in *KubeadmControlPlane) DeepCopyObject() runtime.Object {
+	if in == nil {
+		return nil
+	}
+	return in.DeepCopy()
 }
 
 // DeepCopyObject copies the list.
@@ -90,7 +98,7 @@ func (in *KubeadmControlPlaneList) DeepCopyObject() runtime.Object {
 	if in.Items != nil {
 		out.Items = make([]KubeadmControlPlane, len(in.Items))
 		for i := range in.Items {
-			out.Items[i] = *in.Items[i].DeepCopyObject().(*KubeadmControlPlane)
+			out.Items[i] = *in.Items[i].DeepCopy()
 		}
 	}
 	return &out

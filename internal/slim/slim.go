@@ -38,6 +38,11 @@ func Host(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	return HostCopy(host), nil
+}
+
+// HostCopy is the slim copy of a BareMetalHost that Host keeps.
+func HostCopy(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 	slim := &bmov1alpha1.BareMetalHost{
 		TypeMeta:   host.TypeMeta,
 		ObjectMeta: identity(host.ObjectMeta),
@@ -61,7 +66,7 @@ func Host(obj any) (any, error) {
 		}
 		slim.Status.HardwareDetails = &bmov1alpha1.HardwareDetails{NIC: nics}
 	}
-	return slim, nil
+	return slim
 }
 
 // Pool drops an IPPool's status and managed fields: we never
