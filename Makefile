@@ -90,7 +90,7 @@ test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) packages ## Run every test: unit 
 # rendering, selection, validation, claim naming, outcomes, the cache's copies.
 # internal/webhooks also has tests on the API server, which -short leaves out.
 UNIT_PACKAGES := . ./baremetal/... ./ipam ./internal/expectations ./internal/index ./internal/ownership \
-	./internal/plugin ./internal/slim ./internal/webhooks ./test/framework
+	./internal/plugin ./internal/slim ./internal/webhooks ./test/docs ./test/framework
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (no bin/k8s, no Debian packages), in seconds.
 	env -u KUBEBUILDER_ASSETS go test $(GO_TEST_FLAGS) -short $(UNIT_PACKAGES)
