@@ -62,6 +62,19 @@ func getHost(t require.TestingT, namespace, name string) *bmov1alpha1.BareMetalH
 	return host
 }
 
+// setUpRackedHost creates the Metal3PreprovisioningTemplate "rack-r1" with
+// static network data and the host "node-0" it selects, and waits until the
+// host is set up.
+func setUpRackedHost(t *testing.T, ns string) {
+	t.Helper()
+	racked := map[string]string{"rack": "r1"}
+	create(t,
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+	)
+	waitForNetworkData(t, ns, "node-0")
+}
+
 // waitForNetworkData waits until the host is unpaused and points at its
 // Secret, and returns the Secret's network data, decoded.
 func waitForNetworkData(t *testing.T, namespace, hostName string) map[string]any {

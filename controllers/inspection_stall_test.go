@@ -32,19 +32,13 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
 // A host that BMO leaves inspecting long after we unpaused it gets a
 // Warning, is counted by its template, and is cleared once BMO moves it on.
 func TestInspectionThatStallsIsReportedAndClears(t *testing.T) {
 	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	create(t,
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	waitForNetworkData(t, ns, "node-0")
+	setUpRackedHost(t, ns)
 	require.NotEmpty(t, getHost(t, ns, "node-0").Annotations[preprovv1.UnpausedAtAnnotation])
 
 	// BMO inspects the host, and we unpaused it an hour ago.
@@ -74,12 +68,7 @@ func TestInspectionThatStallsIsReportedAndClears(t *testing.T) {
 // is only looked at again when it is up; after it, one write and one event.
 func TestInspectionStallOnTheManagersClock(t *testing.T) {
 	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	create(t,
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	waitForNetworkData(t, ns, "node-0")
+	setUpRackedHost(t, ns)
 	// The running manager leaves the host to this test from now on.
 	annotateHost(t, ns, "node-0", clusterv1.PausedAnnotation, "")
 	unpausedAt := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

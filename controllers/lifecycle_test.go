@@ -245,12 +245,7 @@ func TestTemplateStatusCountsItsHosts(t *testing.T) {
 // The write after it brings the template back, and the status is put right.
 func TestTemplateStatusWrittenFromAStaleCacheIsPutRight(t *testing.T) {
 	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	create(t,
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	waitForNetworkData(t, ns, "node-0")
+	setUpRackedHost(t, ns)
 	matchedOne := func(c *assert.CollectT) {
 		assert.Equal(c, int32(1), ptr.Deref(getTemplate(c, ns, "rack-r1").Status.MatchedHosts, -1))
 	}

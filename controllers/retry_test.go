@@ -70,12 +70,7 @@ func TestHostWaitingOnAnExhaustedPoolGetsTheNextReleasedAddress(t *testing.T) {
 // is woken when the pool is created.
 func TestHostSetUpEarlierIsWokenByANewPoolOfItsTemplate(t *testing.T) {
 	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	create(t,
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	waitForNetworkData(t, ns, "node-0")
+	setUpRackedHost(t, ns)
 
 	template := getTemplate(t, ns, "rack-r1")
 	original := template.DeepCopy()
