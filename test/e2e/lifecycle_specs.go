@@ -26,13 +26,13 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // HostDeletionSpec: a host deleted by its user takes its claims, their
@@ -104,36 +104,12 @@ func CAPM3HandoffSpec(ctx context.Context, inputGetter func() SpecInput) {
 	})
 }
 
-// provisionAsCAPM3 creates what CAPM3 creates when a Machine takes a host:
-// the Metal3Machine annotated with the host, the host's consumerRef, a
-// Metal3DataClaim named like the Metal3Machine, and the Metal3Data that
-// answers it.
+// provisionAsCAPM3 creates what CAPM3 creates when a Machine takes a host
+// (framework.ProvisionAsCAPM3), with the workers' Metal3DataTemplate.
 func (c *Cluster) provisionAsCAPM3(ctx context.Context, namespace, hostName, machineName, dataName string) *capm3.Metal3Data {
 	GinkgoHelper()
-	template := &capm3.Metal3ObjectRef{Name: "workers"}
-	c.create(ctx,
-		&capm3.Metal3Machine{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: namespace, Name: machineName,
-				Annotations: map[string]string{"metal3.io/BareMetalHost": namespace + "/" + hostName},
-			},
-			Spec: capm3.Metal3MachineSpec{DataTemplate: template},
-		},
-		&capm3.Metal3DataClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: machineName},
-			Spec:       capm3.Metal3DataClaimSpec{Template: template},
-		},
-	)
-	c.patchHost(ctx, namespace, hostName, func(host *bmov1alpha1.BareMetalHost) {
-		host.Spec.ConsumerRef = &corev1.ObjectReference{
-			APIVersion: capm3.GroupVersion.String(), Kind: "Metal3Machine", Namespace: namespace, Name: machineName,
-		}
-	})
-	data := &capm3.Metal3Data{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: dataName},
-		Spec:       capm3.Metal3DataSpec{Index: new(int32), Claim: &capm3.Metal3ObjectRef{Name: machineName}, Template: template},
-	}
-	c.create(ctx, data)
+	data, err := framework.ProvisionAsCAPM3(ctx, c.Client, namespace, hostName, machineName, dataName, "workers")
+	Expect(err).NotTo(HaveOccurred())
 	return data
 }
 
