@@ -67,8 +67,11 @@ func main() {
 
 func build(binary, image, out, arch, revision string, created time.Time) error {
 	tag, err := name.NewTag(image)
-	if err != nil || !strings.HasSuffix(image, ":"+tag.TagStr()) {
-		return fmt.Errorf("-image %q is not IMG:TAG (%v)", image, err)
+	if err != nil {
+		return fmt.Errorf("-image %q is not IMG:TAG: %w", image, err)
+	}
+	if !strings.HasSuffix(image, ":"+tag.TagStr()) {
+		return fmt.Errorf("-image %q is not IMG:TAG", image)
 	}
 	manager, err := os.ReadFile(binary)
 	if err != nil {

@@ -59,13 +59,13 @@ func run(manager, examples string, ipamStandIn bool) error {
 	// The harness logs nothing through controller-runtime but errors.
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
 
-	say("Starting a local control plane (kube-apiserver and etcd from bin/k8s)")
+	sayf("Starting a local control plane (kube-apiserver and etcd from bin/k8s)")
 	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("Stopping the local control plane")
+		sayf("Stopping the local control plane")
 		_ = env.Stop()
 	}()
 
@@ -73,14 +73,14 @@ func run(manager, examples string, ipamStandIn bool) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(workDir)
+	defer func() { _ = os.RemoveAll(workDir) }() // a leftover temporary directory is not worth failing the run
 	kubeconfig := filepath.Join(workDir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return err
 	}
 
 	if ipamStandIn {
-		say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
+		sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
 		standIn, err := framework.StartIPAMStandIn(env.Config)
 		if err != nil {
 			return err
@@ -91,15 +91,15 @@ func run(manager, examples string, ipamStandIn bool) error {
 			}
 		}()
 	} else {
-		say("IPAM: no stand-in; point a real Metal3 IPAM controller at %s", kubeconfig)
+		sayf("IPAM: no stand-in; point a real Metal3 IPAM controller at %s", kubeconfig)
 	}
 
-	say("Applying %s", examples)
+	sayf("Applying %s", examples)
 	if err := framework.ApplyExamples(ctx, env.Client, examples); err != nil {
 		return err
 	}
 
-	say("Starting %s", manager)
+	sayf("Starting %s", manager)
 	cmd := exec.CommandContext(ctx, manager, "--kubeconfig", kubeconfig, "--webhook-port=0",
 		"--diagnostics-address=127.0.0.1:8080", "--insecure-diagnostics", "--health-addr=127.0.0.1:9440")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -114,20 +114,20 @@ func run(manager, examples string, ipamStandIn bool) error {
 	if err := showWhenSettled(ctx, env.Client); err != nil && ctx.Err() == nil {
 		return err
 	}
-	say("The control plane keeps running; use it with: KUBECONFIG=%s %s get bmh -A", kubeconfig, filepath.Join(framework.RepoRoot(), "bin", "k8s", "kubectl"))
-	say("Press Ctrl-C to stop")
+	sayf("The control plane keeps running; use it with: KUBECONFIG=%s %s get bmh -A", kubeconfig, filepath.Join(framework.RepoRoot(), "bin", "k8s", "kubectl"))
+	sayf("Press Ctrl-C to stop")
 
 	select {
 	case <-ctx.Done():
-		<-managerDone
+		<-managerDone //nolint:errcheck // the interrupt stopped the manager too: its exit error is expected
 	case err := <-managerDone:
 		if ctx.Err() == nil {
-			return fmt.Errorf("the manager stopped: %v", err)
+			return fmt.Errorf("the manager stopped: %w", err)
 		}
 	}
 	return nil
 }
 
-func say(format string, args ...any) {
+func sayf(format string, args ...any) {
 	fmt.Printf("==> "+format+"\n", args...)
 }

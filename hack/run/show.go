@@ -56,11 +56,13 @@ func show(ctx context.Context, c client.Client) error {
 	if err != nil {
 		return err
 	}
-	say("BareMetalHosts")
+	sayf("BareMetalHosts")
 	table := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAMESPACE\tNAME\tPAUSED\tPREPROVISIONING NETWORK DATA\tTEMPLATE\tLAST EVENT")
+	// Every line has a cell, so the tabwriter only buffers it and Flush
+	// reports a failed write.
+	_, _ = fmt.Fprintln(table, "NAMESPACE\tNAME\tPAUSED\tPREPROVISIONING NETWORK DATA\tTEMPLATE\tLAST EVENT")
 	for _, host := range hosts.Items {
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", host.Namespace, host.Name, orDash(host.Annotations[preprovv1.PausedAnnotation]),
+		_, _ = fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\t%s\n", host.Namespace, host.Name, orDash(host.Annotations[preprovv1.PausedAnnotation]),
 			orDash(host.Spec.PreprovisioningNetworkDataName), orDash(host.Annotations[preprovv1.TemplateAnnotation]),
 			orDash(lastEvents[client.ObjectKeyFromObject(&host)]))
 	}
@@ -72,16 +74,16 @@ func show(ctx context.Context, c client.Client) error {
 	if err := c.List(ctx, templates); err != nil {
 		return err
 	}
-	say("Metal3PreprovisioningTemplates")
+	sayf("Metal3PreprovisioningTemplates")
 	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAMESPACE\tNAME\tMATCHED\tREADY\tWAITING\tFAILED\tCONFLICTING\tORPHANED\tCONDITION")
+	_, _ = fmt.Fprintln(table, "NAMESPACE\tNAME\tMATCHED\tREADY\tWAITING\tFAILED\tCONFLICTING\tORPHANED\tCONDITION")
 	for _, template := range templates.Items {
 		status := template.Status
 		condition := "-"
 		if ready := meta.FindStatusCondition(status.Conditions, "Ready"); ready != nil {
 			condition = fmt.Sprintf("Ready=%s (%s)", ready.Status, ready.Reason)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", template.Namespace, template.Name,
+		_, _ = fmt.Fprintf(table, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", template.Namespace, template.Name,
 			ptr.Deref(status.MatchedHosts, 0), ptr.Deref(status.ReadyHosts, 0), ptr.Deref(status.WaitingHosts, 0),
 			ptr.Deref(status.FailedHosts, 0), ptr.Deref(status.ConflictingHosts, 0), ptr.Deref(status.OrphanedHosts, 0), condition)
 	}
@@ -93,9 +95,9 @@ func show(ctx context.Context, c client.Client) error {
 	if err := c.List(ctx, claims); err != nil {
 		return err
 	}
-	say("IPClaims")
+	sayf("IPClaims")
 	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAMESPACE\tNAME\tPOOL\tADDRESS\tERROR")
+	_, _ = fmt.Fprintln(table, "NAMESPACE\tNAME\tPOOL\tADDRESS\tERROR")
 	for _, claim := range claims.Items {
 		address, errorMessage := "-", "-"
 		if claim.Status.Address != nil {
@@ -104,7 +106,7 @@ func show(ctx context.Context, c client.Client) error {
 		if claim.Status.ErrorMessage != nil {
 			errorMessage = *claim.Status.ErrorMessage
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", claim.Namespace, claim.Name, claim.Spec.Pool.Name, address, errorMessage)
+		_, _ = fmt.Fprintf(table, "%s\t%s\t%s\t%s\t%s\n", claim.Namespace, claim.Name, claim.Spec.Pool.Name, address, errorMessage)
 	}
 	if err := table.Flush(); err != nil {
 		return err
@@ -114,15 +116,15 @@ func show(ctx context.Context, c client.Client) error {
 	if err := c.List(ctx, addresses); err != nil {
 		return err
 	}
-	say("IPAddresses")
+	sayf("IPAddresses")
 	table = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(table, "NAMESPACE\tNAME\tADDRESS\tPREFIX\tGATEWAY\tCLAIM")
+	_, _ = fmt.Fprintln(table, "NAMESPACE\tNAME\tADDRESS\tPREFIX\tGATEWAY\tCLAIM")
 	for _, address := range addresses.Items {
 		gateway := "-"
 		if address.Spec.Gateway != nil {
 			gateway = string(*address.Spec.Gateway)
 		}
-		fmt.Fprintf(table, "%s\t%s\t%s\t%d\t%s\t%s\n", address.Namespace, address.Name, address.Spec.Address,
+		_, _ = fmt.Fprintf(table, "%s\t%s\t%s\t%d\t%s\t%s\n", address.Namespace, address.Name, address.Spec.Address,
 			address.Spec.Prefix, gateway, address.Spec.Claim.Name)
 	}
 	if err := table.Flush(); err != nil {
@@ -135,7 +137,7 @@ func show(ctx context.Context, c client.Client) error {
 	}
 	sort.Slice(secrets.Items, func(i, j int) bool { return secrets.Items[i].Name < secrets.Items[j].Name })
 	for _, secret := range secrets.Items {
-		say("Secret %s/%s, key %s", secret.Namespace, secret.Name, preprovv1.NetworkDataKey)
+		sayf("Secret %s/%s, key %s", secret.Namespace, secret.Name, preprovv1.NetworkDataKey)
 		var pretty bytes.Buffer
 		if err := json.Indent(&pretty, secret.Data[preprovv1.NetworkDataKey], "", "  "); err != nil {
 			return err

@@ -61,7 +61,7 @@ func (b *bench) controllerPhase(ctx context.Context) (err error) {
 	steadyFrom := lastDone.Add(settle)
 	steadyTo := steadyFrom.Add(b.cfg.steady)
 	progressf("run %d: every host is done; steady state until %s", b.result.run, steadyTo.Format(time.TimeOnly))
-	if err := sleepUntil(ctx, steadyTo); err != nil {
+	if err = sleepUntil(ctx, steadyTo); err != nil {
 		return err
 	}
 	quietAt, err := b.waitForQuiet(ctx, manager)

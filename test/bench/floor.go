@@ -150,7 +150,7 @@ func (f *floor) watch(ctx context.Context, config *rest.Config, namespace string
 	if err != nil {
 		return err
 	}
-	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: f.onClaim, UpdateFunc: func(_, obj any) { f.onClaim(obj) },
 	}); err != nil {
 		return err
@@ -159,7 +159,7 @@ func (f *floor) watch(ctx context.Context, config *rest.Config, namespace string
 	if err != nil {
 		return err
 	}
-	if _, err := addresses.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: f.onAddress}); err != nil {
+	if _, err = addresses.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: f.onAddress}); err != nil {
 		return err
 	}
 	go func() { _ = informers.Start(ctx) }()

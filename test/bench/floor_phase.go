@@ -48,14 +48,14 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	defer stopWork()
 	failed := make(chan error, 1)
 	go func() {
-		if err := worker.run(workCtx, b.cp.floorConfig, floorNamespace, b.cfg.limits.concurrency); err != nil {
-			failed <- err
+		if runErr := worker.run(workCtx, b.cp.floorConfig, floorNamespace, b.cfg.limits.concurrency); runErr != nil {
+			failed <- runErr
 		}
 	}()
 	workFailed := func() error {
 		select {
-		case err := <-failed:
-			return fmt.Errorf("the floor stopped: %w", err)
+		case failure := <-failed:
+			return fmt.Errorf("the floor stopped: %w", failure)
 		default:
 			return nil
 		}

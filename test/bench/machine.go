@@ -17,12 +17,14 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,7 +41,7 @@ type machine struct {
 	kubeAPIVersion string
 }
 
-func readMachine(managerBinary string) machine {
+func readMachine(ctx context.Context, managerBinary string) machine {
 	m := machine{cpus: runtime.NumCPU(), harnessGo: runtime.Version(), cpuModel: "?", memory: "?", kernel: "?", managerGo: "?", managerBuild: "?"}
 	if cpuinfo, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.Lines(string(cpuinfo)) {
@@ -58,13 +60,13 @@ func readMachine(managerBinary string) machine {
 	if info, err := buildinfo.ReadFile(managerBinary); err == nil {
 		m.managerGo = info.GoVersion
 	}
-	m.managerBuild = describeBinary(managerBinary)
+	m.managerBuild = describeBinary(ctx, managerBinary)
 	return m
 }
 
 // describeBinary says which binary ran: its digest and time, and the commit
 // of the tree (GOFLAGS may hold -buildvcs=false, so the binary may not say).
-func describeBinary(path string) string {
+func describeBinary(ctx context.Context, path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "?"
@@ -75,9 +77,9 @@ func describeBinary(path string) string {
 	}
 	digest := sha256.Sum256(data)
 	description := fmt.Sprintf("sha256 %x…, built %s", digest[:6], info.ModTime().UTC().Format(time.DateTime))
-	if head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+	if head, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		description += "; tree at " + strings.TrimSpace(string(head))
-		if changes, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(changes) > 0 {
+		if changes, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(changes) > 0 {
 			description += " with uncommitted changes"
 		}
 	}
@@ -86,7 +88,7 @@ func describeBinary(path string) string {
 
 func (m machine) section() section {
 	s := section{title: "Machine", table: table{header: []string{"what", "value"}}}
-	s.table.add("CPUs (nproc)", fmt.Sprint(m.cpus))
+	s.table.add("CPUs (nproc)", strconv.Itoa(m.cpus))
 	s.table.add("CPU model", m.cpuModel)
 	s.table.add("memory", m.memory)
 	s.table.add("kernel", m.kernel)

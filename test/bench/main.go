@@ -25,7 +25,9 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -108,11 +110,11 @@ func validate(cfg config) error {
 	case cfg.hosts < 1 || cfg.hosts > 60000:
 		return fmt.Errorf("-hosts must be between 1 and 60000 (the pools are /16), not %d", cfg.hosts)
 	case cfg.runs < 1:
-		return fmt.Errorf("-runs must be at least 1")
+		return errors.New("-runs must be at least 1")
 	case cfg.scenario != scenarioPlain && cfg.scenario != scenarioHardware:
 		return fmt.Errorf("-scenario must be %s or %s, not %q", scenarioPlain, scenarioHardware, cfg.scenario)
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
-		return fmt.Errorf("-qps, -burst and -concurrency must be positive")
+		return errors.New("-qps, -burst and -concurrency must be positive")
 	}
 	if _, err := os.Stat(cfg.manager); err != nil {
 		return fmt.Errorf("no manager binary (go build -o bin/manager .): %w", err)
@@ -134,7 +136,7 @@ func run(cfg config) error {
 		cfg:     cfg,
 		command: "go run ./test/bench " + strings.Join(os.Args[1:], " "),
 		date:    time.Now(),
-		machine: readMachine(cfg.manager),
+		machine: readMachine(ctx, cfg.manager),
 	}
 	for i := 1; i <= cfg.runs; i++ {
 		result, version, err := runOnce(ctx, cfg, i)
@@ -145,8 +147,12 @@ func run(cfg config) error {
 		r.runs = append(r.runs, result)
 		progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
 	}
+	var text bytes.Buffer
 	for _, s := range r.sections() {
-		s.text(os.Stdout)
+		s.text(&text)
+	}
+	if _, err := os.Stdout.Write(text.Bytes()); err != nil {
+		return err
 	}
 	if cfg.out == "" {
 		return nil

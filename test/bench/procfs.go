@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -59,7 +60,7 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, err
 	}
 	// The command name may hold spaces: fields start after its ")".
-	end := strings.LastIndexByte(string(data), ')')
+	end := bytes.LastIndexByte(data, ')')
 	if end < 0 {
 		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}

@@ -18,6 +18,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -171,7 +172,7 @@ func (r report) perRun() section {
 		"p50 s", "p99 s", "writes/host", "events/host", "steady writes", "peak RSS MiB", "peak heap MiB",
 	}}}
 	for _, run := range r.runs {
-		s.table.add(fmt.Sprint(run.run), run.loadAverage,
+		s.table.add(strconv.Itoa(run.run), run.loadAverage,
 			fmt.Sprintf("%.1f", seconds(run.controller.wall)), fmt.Sprintf("%.1f", seconds(run.floor.wall)),
 			fmt.Sprintf("%.2f", wallRatio(run)),
 			fmt.Sprintf("%.1f", seconds(run.controller.processing)), fmt.Sprintf("%.1f", seconds(run.floor.processing)),
@@ -180,7 +181,7 @@ func (r report) perRun() section {
 			fmt.Sprintf("%.1f", seconds(percentile(run.controller.latencies, 99))),
 			fmt.Sprintf("%.2f", r.perHost(objectWrites(run.managerCalls))),
 			fmt.Sprintf("%.2f", r.perHost(eventWrites(run.managerCalls))),
-			fmt.Sprint(allWrites(run.steadyCalls)),
+			strconv.Itoa(allWrites(run.steadyCalls)),
 			fmt.Sprintf("%.0f", run.memory.peakRSS/mib), fmt.Sprintf("%.0f", run.memory.peakHeapInuse/mib))
 	}
 	return s

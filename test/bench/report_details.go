@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -53,7 +54,7 @@ func sortedCalls(kinds map[apiCall]bool) []apiCall {
 			}
 			return 1
 		}
-		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Verb, b.Verb), cmp.Compare(fmt.Sprint(a.Failed), fmt.Sprint(b.Failed)))
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Verb, b.Verb), cmp.Compare(strconv.FormatBool(a.Failed), strconv.FormatBool(b.Failed)))
 	})
 }
 
@@ -63,7 +64,7 @@ func (r report) steadyState() section {
 		table: table{header: []string{"run", "requests"}},
 	}
 	for _, run := range r.runs {
-		s.table.add(fmt.Sprint(run.run), describeCalls(run.steadyCalls))
+		s.table.add(strconv.Itoa(run.run), describeCalls(run.steadyCalls))
 	}
 	return s
 }
@@ -90,7 +91,7 @@ func (r report) reconciles() section {
 	}
 	for _, run := range r.runs {
 		for _, controller := range slices.Sorted(maps.Keys(run.manager.reconciles)) {
-			s.table.add(fmt.Sprint(run.run), controller,
+			s.table.add(strconv.Itoa(run.run), controller,
 				fmt.Sprintf("%.2f", run.manager.reconciles[controller]/float64(r.cfg.hosts)),
 				fmt.Sprintf("%.3f", run.manager.reconcileErrors[controller]/float64(r.cfg.hosts)),
 				fmt.Sprintf("%.1f", run.manager.reconcileSeconds[controller]))
@@ -106,7 +107,7 @@ func (r report) restRequests() section {
 	}
 	for _, run := range r.runs {
 		for _, key := range slices.Sorted(maps.Keys(run.manager.requests)) {
-			s.table.add(fmt.Sprint(run.run), key, fmt.Sprintf("%.0f", run.manager.requests[key]))
+			s.table.add(strconv.Itoa(run.run), key, fmt.Sprintf("%.0f", run.manager.requests[key]))
 		}
 	}
 	return s
@@ -114,7 +115,7 @@ func (r report) restRequests() section {
 
 func (r report) cpu() section {
 	s := section{
-		title: "CPU seconds while processing, by process (the machine has " + fmt.Sprint(r.machine.cpus) + " CPUs; the harness runs the IPAM stand-in)",
+		title: "CPU seconds while processing, by process (the machine has " + strconv.Itoa(r.machine.cpus) + " CPUs; the harness runs the IPAM stand-in)",
 		table: table{header: []string{"run", "process", "controller phase", "floor phase"}},
 	}
 	for _, run := range r.runs {
@@ -127,7 +128,7 @@ func (r report) cpu() section {
 			if seconds, ok := run.floor.cpu[name]; ok {
 				floor = fmt.Sprintf("%.1f", seconds)
 			}
-			s.table.add(fmt.Sprint(run.run), name, fmt.Sprintf("%.1f", run.controller.cpu[name]), floor)
+			s.table.add(strconv.Itoa(run.run), name, fmt.Sprintf("%.1f", run.controller.cpu[name]), floor)
 		}
 	}
 	return s

@@ -17,8 +17,8 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 )
@@ -38,7 +38,7 @@ type table struct {
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
-func (s section) text(w io.Writer) {
+func (s section) text(w *bytes.Buffer) {
 	fmt.Fprintf(w, "\n== %s\n", s.title)
 	for _, note := range s.notes {
 		fmt.Fprintln(w, note)
@@ -48,12 +48,13 @@ func (s section) text(w io.Writer) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	for _, row := range append([][]string{s.table.header}, s.table.rows...) {
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		// Writing into a buffer cannot fail.
+		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	_ = tw.Flush()
 }
 
-func (s section) markdown(w io.Writer) {
+func (s section) markdown(w *bytes.Buffer) {
 	fmt.Fprintf(w, "\n#### %s\n\n", s.title)
 	for _, note := range s.notes {
 		fmt.Fprintln(w, note)

@@ -80,7 +80,7 @@ func startTracker(ctx context.Context, config *rest.Config, namespace string, ex
 	if err != nil {
 		return nil, err
 	}
-	if _, err := hosts.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if _, err = hosts.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    t.onHost,
 		UpdateFunc: func(_, obj any) { t.onHost(obj) },
 	}); err != nil {

@@ -111,7 +111,7 @@ func compare(ctx context.Context, networkData []byte, plan *Netplan, dir string)
 	}
 	c.checkNetworks(doc)
 	if count := len(plan.Network.Ethernets) + len(plan.Network.Bonds) + len(plan.Network.VLANs); count != len(doc.Links) {
-		c.problem("netplan has %d devices for %d links", count, len(doc.Links))
+		c.problemf("netplan has %d devices for %d links", count, len(doc.Links))
 	}
 	if err := c.checkDNS(ctx, doc, networkData, dir); err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ type checker struct {
 	problems []string
 }
 
-func (c *checker) problem(format string, args ...any) {
+func (c *checker) problemf(format string, args ...any) {
 	c.problems = append(c.problems, fmt.Sprintf(format, args...))
 }
 
@@ -165,7 +165,7 @@ func (c *checker) problem(format string, args ...any) {
 func (c *checker) device(linkID string) (Device, string, bool) {
 	name, known := c.devices[linkID]
 	if !known {
-		c.problem("no link %q", linkID)
+		c.problemf("no link %q", linkID)
 		return Device{}, "", false
 	}
 	section := map[string]map[string]Device{
@@ -175,7 +175,7 @@ func (c *checker) device(linkID string) (Device, string, bool) {
 	}[name.section]
 	device, found := section[name.name]
 	if !found {
-		c.problem("link %s: no %s %q in netplan", linkID, name.section, name.name)
+		c.problemf("link %s: no %s %q in netplan", linkID, name.section, name.name)
 	}
 	return device, name.name, found
 }
@@ -187,28 +187,28 @@ func (c *checker) checkLink(link map[string]any) {
 		return
 	}
 	if mtu, set := link["mtu"]; set && scalar(mtu) != strconv.Itoa(device.MTU) {
-		c.problem("link %s: mtu %d, want %s", id, device.MTU, scalar(mtu))
+		c.problemf("link %s: mtu %d, want %s", id, device.MTU, scalar(mtu))
 	}
 	switch link["type"] {
 	case "bond":
 		c.checkBond(id, link, device)
 	case "vlan":
 		if device.ID != atoi(scalar(link["vlan_id"])) {
-			c.problem("vlan %s: id %d, want %s", id, device.ID, scalar(link["vlan_id"]))
+			c.problemf("vlan %s: id %d, want %s", id, device.ID, scalar(link["vlan_id"]))
 		}
 		if parent := c.devices[fmt.Sprint(link["vlan_link"])].name; device.Link != parent {
-			c.problem("vlan %s: link %q, want %q (link %v)", id, device.Link, parent, link["vlan_link"])
+			c.problemf("vlan %s: link %q, want %q (link %v)", id, device.Link, parent, link["vlan_link"])
 		}
 		if want := strings.ToLower(fmt.Sprint(link["vlan_mac_address"])); device.MACAddress != want {
-			c.problem("vlan %s: macaddress %q, want %q", id, device.MACAddress, want)
+			c.problemf("vlan %s: macaddress %q, want %q", id, device.MACAddress, want)
 		}
 	default:
 		want := strings.ToLower(fmt.Sprint(link["ethernet_mac_address"]))
 		if device.Match == nil || device.Match.MACAddress != want {
-			c.problem("ethernet %s: not matched by MAC %s (match: %+v)", id, want, device.Match)
+			c.problemf("ethernet %s: not matched by MAC %s (match: %+v)", id, want, device.Match)
 		}
 		if device.SetName != ethernetName(link) {
-			c.problem("ethernet %s: set-name %q, want %q", id, device.SetName, ethernetName(link))
+			c.problemf("ethernet %s: set-name %q, want %q", id, device.SetName, ethernetName(link))
 		}
 	}
 }
@@ -220,10 +220,10 @@ func (c *checker) checkBond(id string, link map[string]any, device Device) {
 		members = append(members, c.devices[fmt.Sprint(member)].name)
 	}
 	if !slices.Equal(device.Interfaces, members) {
-		c.problem("bond %s: interfaces %v, want %v", id, device.Interfaces, members)
+		c.problemf("bond %s: interfaces %v, want %v", id, device.Interfaces, members)
 	}
 	if mac, set := link["ethernet_mac_address"]; set && device.MACAddress != strings.ToLower(fmt.Sprint(mac)) {
-		c.problem("bond %s: macaddress %q, want %v", id, device.MACAddress, mac)
+		c.problemf("bond %s: macaddress %q, want %v", id, device.MACAddress, mac)
 	}
 	for key, value := range link {
 		if !strings.HasPrefix(key, "bond_") || key == "bond_links" {
@@ -231,12 +231,12 @@ func (c *checker) checkBond(id string, link map[string]any, device Device) {
 		}
 		parameter, applied := bondParameters[key]
 		if !applied {
-			c.problem("bond %s: %s=%v is dropped by cloud-init (it applies scalar bond_<param> keys it knows: %v)",
+			c.problemf("bond %s: %s=%v is dropped by cloud-init (it applies scalar bond_<param> keys it knows: %v)",
 				id, key, value, slices.Sorted(maps.Keys(bondParameters)))
 			continue
 		}
 		if got, set := device.Parameters[parameter]; !set || scalar(got) != scalar(value) {
-			c.problem("bond %s: parameter %s is %v, want %v (from %s)", id, parameter, got, value, key)
+			c.problemf("bond %s: parameter %s is %v, want %v (from %s)", id, parameter, got, value, key)
 		}
 	}
 }
@@ -251,37 +251,37 @@ func (c *checker) checkNetworks(doc document) {
 		case "ipv4", "ipv6":
 			address, err := prefixed(network.IPAddress, network.Netmask)
 			if err != nil {
-				c.problem("network %s: %v", network.ID, err)
+				c.problemf("network %s: %v", network.ID, err)
 				continue
 			}
 			if !containsPrefix(device.Addresses, address) {
-				c.problem("network %s: %s has addresses %v, want %s", network.ID, name, device.Addresses, address)
+				c.problemf("network %s: %s has addresses %v, want %s", network.ID, name, device.Addresses, address)
 			}
 			for _, route := range network.Routes {
 				to, err := prefixed(route.Network, route.Netmask)
 				if err != nil {
-					c.problem("network %s: route: %v", network.ID, err)
+					c.problemf("network %s: route: %v", network.ID, err)
 					continue
 				}
 				if !slices.ContainsFunc(device.Routes, func(r Route) bool { return samePrefix(r.To, to) && r.Via == route.Gateway }) {
-					c.problem("network %s: %s has routes %+v, want to %s via %s", network.ID, name, device.Routes, to, route.Gateway)
+					c.problemf("network %s: %s has routes %+v, want to %s via %s", network.ID, name, device.Routes, to, route.Gateway)
 				}
 			}
 		case "ipv4_dhcp":
 			if !device.DHCP4 {
-				c.problem("network %s: %s has no dhcp4", network.ID, name)
+				c.problemf("network %s: %s has no dhcp4", network.ID, name)
 			}
 		case "ipv6_dhcp":
 			if !device.DHCP6 {
-				c.problem("network %s: %s has no dhcp6", network.ID, name)
+				c.problemf("network %s: %s has no dhcp6", network.ID, name)
 			}
 		case "ipv6_slaac":
 			// SLAAC needs router advertisements accepted.
 			if device.AcceptRA != nil && !*device.AcceptRA {
-				c.problem("network %s: %s refuses router advertisements", network.ID, name)
+				c.problemf("network %s: %s refuses router advertisements", network.ID, name)
 			}
 		default:
-			c.problem("network %s: type %q is not one these tests know", network.ID, network.Type)
+			c.problemf("network %s: type %q is not one these tests know", network.ID, network.Type)
 		}
 	}
 }
@@ -308,7 +308,7 @@ func (c *checker) checkDNS(ctx context.Context, doc document, networkData []byte
 			}
 			withAddresses++
 			if !containsAll(device.Nameservers.Addresses, servers) {
-				c.problem("%s: nameservers %v, want %v", name, device.Nameservers.Addresses, servers)
+				c.problemf("%s: nameservers %v, want %v", name, device.Nameservers.Addresses, servers)
 			}
 		}
 	}
@@ -320,7 +320,7 @@ func (c *checker) checkDNS(ctx context.Context, doc document, networkData []byte
 		return err
 	}
 	if !containsAll(networkd, servers) {
-		c.problem("no static address, and cloud-init's systemd-networkd units (%s) set DNS %v, want %v",
+		c.problemf("no static address, and cloud-init's systemd-networkd units (%s) set DNS %v, want %v",
 			filepath.Join(dir, "networkd"), networkd, servers)
 	}
 	return nil

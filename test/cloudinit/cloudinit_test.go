@@ -84,12 +84,14 @@ func TestCheckReportsWhatIsNotApplied(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("bond parameters as an object are dropped", func(t *testing.T) {
+		t.Parallel()
 		withOptions := replace(t, bonded, `"bond_miimon": 100, "bond_lacp_rate": "fast"`, `"bond_options": {"miimon": 100, "lacp_rate": "fast"}`)
 		err := Check(ctx, []byte(withOptions), t.TempDir())
 		assert.ErrorContains(t, err, "bond bond0: bond_options=map[lacp_rate:fast miimon:100] is dropped by cloud-init")
 	})
 
 	t.Run("a netplan that differs from the document", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		plan, err := ToNetplan(ctx, []byte(bonded), dir)
 		require.NoError(t, err)
@@ -154,8 +156,8 @@ func TestPrefixed(t *testing.T) {
 	}
 }
 
-func replace(t *testing.T, text, old, new string) string {
+func replace(t *testing.T, text, old, replacement string) string {
 	t.Helper()
 	require.Contains(t, text, old)
-	return strings.Replace(text, old, new, 1)
+	return strings.Replace(text, old, replacement, 1)
 }

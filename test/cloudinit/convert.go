@@ -123,11 +123,11 @@ func netConvert(ctx context.Context, networkData []byte, dir, outputKind, patter
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err = os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	input := filepath.Join(dir, "network_data.json")
-	if err := os.WriteFile(input, networkData, 0o644); err != nil {
+	if err = os.WriteFile(input, networkData, 0o644); err != nil {
 		return nil, err
 	}
 	args := []string{"devel", "net-convert", "--network-data", input, "--kind", "network_data.json",
@@ -138,7 +138,7 @@ func netConvert(ctx context.Context, networkData []byte, dir, outputKind, patter
 	var output bytes.Buffer
 	command := exec.CommandContext(ctx, "cloud-init", args...)
 	command.Stdout, command.Stderr = &output, &output
-	if err := command.Run(); err != nil {
+	if err = command.Run(); err != nil {
 		return nil, fmt.Errorf("cloud-init %s: %w\n%s", strings.Join(args, " "), err, output.String())
 	}
 	paths, err := filepath.Glob(filepath.Join(dir, outputKind, pattern))

@@ -94,8 +94,10 @@ var flavors = []flavor{{
 // and the IPAM stand-in run, and paused hosts labelled for the cluster must
 // get their ramdisk's network data from the template and pool the flavor
 // says.
+//
+// The subtests are phases in order (the flavors are accepted before the
+// controllers start), so neither they nor the test run in parallel.
 func TestGeneratedClusters(t *testing.T) {
-	t.Parallel()
 	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
@@ -118,7 +120,7 @@ func TestGeneratedClusters(t *testing.T) {
 			for _, obj := range objects {
 				kinds = append(kinds, obj.GetKind())
 				assert.Equal(t, f.name, obj.GetNamespace(), "%s %s", obj.GetKind(), obj.GetName())
-				assert.NoError(t, env.Client.Create(ctx, obj, client.FieldValidation("Strict")), "%s %s", obj.GetKind(), obj.GetName())
+				require.NoError(t, env.Client.Create(ctx, obj, client.FieldValidation("Strict")), "%s %s", obj.GetKind(), obj.GetName())
 			}
 			assert.Equal(t, f.kinds, kinds)
 			for _, template := range ofKind(objects, "Metal3MachineTemplate") {

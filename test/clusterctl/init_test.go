@@ -81,7 +81,7 @@ func TestInitInstallsTheProvider(t *testing.T) {
 
 	// Metal3 IPAM lists CAPI's IPAddresses: the core provider brings the CRDs.
 	for _, name := range []string{"ipaddresses.ipam.cluster.x-k8s.io", "ipaddressclaims.ipam.cluster.x-k8s.io"} {
-		assert.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}))
 	}
 
 	provider := &clusterctlv1.Provider{}

@@ -21,6 +21,7 @@ limitations under the License.
 package clusterctl_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -59,8 +60,12 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	if repo, err = buildLocalRepository(dir); err != nil {
+	defer func() {
+		if removeErr := os.RemoveAll(dir); removeErr != nil {
+			fmt.Fprintln(os.Stderr, removeErr)
+		}
+	}()
+	if repo, err = buildLocalRepository(context.Background(), dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

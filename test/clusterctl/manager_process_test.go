@@ -133,6 +133,7 @@ func idle(ctx context.Context, m *framework.ManagerProcess) (bool, map[string]fl
 }
 
 func printLog(t *testing.T, m *framework.ManagerProcess) {
+	t.Helper()
 	log, err := os.ReadFile(m.LogPath)
 	if err != nil {
 		return

@@ -425,13 +425,13 @@ func waitForClaimAddresses(ctx context.Context, t *testing.T, c client.Client, n
 
 // waitUntilSettled waits until the manager's queues are empty, nothing is
 // being reconciled, and it counts this many hosts as Ready.
-func waitUntilSettled(ctx context.Context, t *testing.T, m *framework.ManagerProcess, ready float64) {
+func waitUntilSettled(ctx context.Context, t *testing.T, m *framework.ManagerProcess, ready int) {
 	t.Helper()
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
 		idle, phases, err := idle(ctx, m)
 		require.NoError(collect, err)
 		require.True(collect, idle, "queues not empty")
-		require.Equal(collect, ready, phases[string(baremetal.PhaseReady)], "hosts by phase: %v", phases)
+		require.Equal(collect, ready, int(phases[string(baremetal.PhaseReady)]), "hosts by phase: %v", phases)
 	}, moveTimeout, movePoll, "our controller never settles")
 }
 

@@ -41,17 +41,17 @@ type localRepository struct {
 	capiDir string
 }
 
-func buildLocalRepository(dir string) (*localRepository, error) {
+func buildLocalRepository(ctx context.Context, dir string) (*localRepository, error) {
 	root := framework.RepoRoot()
-	clusterctl, err := clusterctlBinary(root)
+	clusterctl, err := clusterctlBinary(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	kustomize, err := kustomizeBinary(root)
+	kustomize, err := kustomizeBinary(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
 	list.Dir = root
 	capiDir, err := output(list)
 	if err != nil {
@@ -60,7 +60,7 @@ func buildLocalRepository(dir string) (*localRepository, error) {
 	capiDir = strings.TrimSpace(capiDir)
 
 	providerDir := filepath.Join(dir, providerLabel, providerVersion)
-	release := exec.Command(filepath.Join(root, "hack", "release-manifests.sh"))
+	release := exec.CommandContext(ctx, filepath.Join(root, "hack", "release-manifests.sh"))
 	release.Dir = root
 	release.Env = append(os.Environ(), "KUSTOMIZE="+kustomize, "OUT="+providerDir,
 		"IMG="+imageName, "TAG="+providerVersion)
@@ -68,7 +68,7 @@ func buildLocalRepository(dir string) (*localRepository, error) {
 		return nil, err
 	}
 	coreDir := filepath.Join(dir, "cluster-api", capiVersion)
-	if err := buildCoreComponents(kustomize, capiDir, coreDir); err != nil {
+	if err := buildCoreComponents(ctx, kustomize, capiDir, coreDir); err != nil {
 		return nil, err
 	}
 
@@ -93,23 +93,23 @@ func buildLocalRepository(dir string) (*localRepository, error) {
 // buildCoreComponents builds core-components.yaml from the cluster-api
 // module's config/default as its release does, on a copy: the module cache
 // is read-only and kustomize needs nothing outside config/.
-func buildCoreComponents(kustomize, capiDir, coreDir string) error {
+func buildCoreComponents(ctx context.Context, kustomize, capiDir, coreDir string) error {
 	work, err := os.MkdirTemp("", "capi-config-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	if err := os.CopyFS(work, os.DirFS(filepath.Join(capiDir, "config"))); err != nil {
+	defer func() { _ = os.RemoveAll(work) }() // a copy left behind fails no test
+	if err = os.CopyFS(work, os.DirFS(filepath.Join(capiDir, "config"))); err != nil {
 		return err
 	}
-	components, err := output(exec.Command(kustomize, "build", filepath.Join(work, "default")))
+	components, err := output(exec.CommandContext(ctx, kustomize, "build", filepath.Join(work, "default")))
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(coreDir, 0o755); err != nil {
+	if err = os.MkdirAll(coreDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(coreDir, "core-components.yaml"), []byte(components), 0o644); err != nil {
+	if err = os.WriteFile(filepath.Join(coreDir, "core-components.yaml"), []byte(components), 0o644); err != nil {
 		return err
 	}
 	metadata, err := os.ReadFile(filepath.Join(capiDir, "metadata.yaml"))

@@ -17,6 +17,7 @@ limitations under the License.
 package clusterctl_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,30 +38,30 @@ var clusterctlLDFlags = strings.Join([]string{
 
 // clusterctlBinary returns bin/clusterctl, built from hack/tools/clusterctl
 // first when it is missing or not the pinned version.
-func clusterctlBinary(root string) (string, error) {
+func clusterctlBinary(ctx context.Context, root string) (string, error) {
 	binary := filepath.Join(root, "bin", "clusterctl")
-	out, err := exec.Command(binary, "version", "-o", "short").Output()
+	out, err := exec.CommandContext(ctx, binary, "version", "-o", "short").Output()
 	if err == nil && strings.TrimSpace(string(out)) == capiVersion {
 		return binary, nil
 	}
-	return binary, goBuild(filepath.Join(root, "hack", "tools", "clusterctl"), binary,
+	return binary, goBuild(ctx, filepath.Join(root, "hack", "tools", "clusterctl"), binary,
 		"sigs.k8s.io/cluster-api/cmd/clusterctl", clusterctlLDFlags)
 }
 
 // kustomizeBinary returns bin/kustomize, built from hack/tools/kustomize
 // first when it is missing.
-func kustomizeBinary(root string) (string, error) {
+func kustomizeBinary(ctx context.Context, root string) (string, error) {
 	binary := filepath.Join(root, "bin", "kustomize")
 	if _, err := os.Stat(binary); err == nil {
 		return binary, nil
 	}
-	return binary, goBuild(filepath.Join(root, "hack", "tools", "kustomize"), binary,
+	return binary, goBuild(ctx, filepath.Join(root, "hack", "tools", "kustomize"), binary,
 		"sigs.k8s.io/kustomize/kustomize/v5", "")
 }
 
-func goBuild(moduleDir, binary, pkg, ldflags string) error {
+func goBuild(ctx context.Context, moduleDir, binary, pkg, ldflags string) error {
 	fmt.Fprintf(os.Stderr, "building %s (once, a few minutes)\n", binary)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", binary, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", binary, pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = os.Environ()
 	// The checksum database lacks the metal3-io and some k8s.io modules.

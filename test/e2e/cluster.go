@@ -20,7 +20,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -87,10 +86,10 @@ func requireLocal(input SpecInput, what string) {
 	DeferCleanup(func() { Expect(input.Cluster.Local.EnsureRunning()).To(Succeed()) })
 }
 
-// say prints a line about the suite itself (what runs, where the artifacts
+// sayf prints a line about the suite itself (what runs, where the artifacts
 // are), whatever Ginkgo's verbosity.
-func say(format string, args ...any) {
-	fmt.Fprintf(os.Stdout, "==> "+format+"\n", args...)
+func sayf(format string, args ...any) {
+	fmt.Printf("==> "+format+"\n", args...)
 }
 
 // Intervals are the waits of the specs: a real cluster with BMO and Ironic

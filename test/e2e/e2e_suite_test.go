@@ -74,7 +74,7 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.Level(zapcore.ErrorLevel)))
 	Expect(os.MkdirAll(artifactFolder, 0o755)).To(Succeed())
-	say("Artifacts (manager logs, kube-apiserver log and audit log, installed manifests): %s", artifactFolder)
+	sayf("Artifacts (manager logs, kube-apiserver log and audit log, installed manifests): %s", artifactFolder)
 
 	var err error
 	if useExistingCluster {
@@ -97,5 +97,5 @@ var _ = AfterSuite(func() {
 		By("Stopping the manager, the IPAM stand-in and the local control plane")
 		Expect(cluster.Local.Stop()).To(Succeed())
 	}
-	say("Artifacts: %s", artifactFolder)
+	sayf("Artifacts: %s", artifactFolder)
 })

@@ -43,7 +43,7 @@ var needsPods = map[string]bool{"Deployment": true, "Service": true, "Certificat
 // ServiceAccount, RBAC and the webhook configurations, pointed at the local
 // manager's webhook server with the suite's CA.
 func installDefaultConfig(ctx context.Context, c client.Client, artifactFolder string, webhookPort int, caPEM []byte) error {
-	objects, err := framework.KustomizeBuild("default", filepath.Join(artifactFolder, "config-default.yaml"))
+	objects, err := framework.KustomizeBuild(ctx, "default", filepath.Join(artifactFolder, "config-default.yaml"))
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ type LocalCluster struct {
 // StartLocalCluster starts everything the local mode needs. On error, what
 // was started is stopped.
 func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster, err error) {
-	if _, err := os.Stat(input.ManagerBinary); err != nil {
+	if _, err = os.Stat(input.ManagerBinary); err != nil {
 		return nil, fmt.Errorf("the manager binary: %w (build it with `go build -o bin/manager .`)", err)
 	}
 	dir, err := os.MkdirTemp("", "capm3-preprov-e2e-")
@@ -84,14 +84,14 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	// Ironic takes about 10 s to answer, most of it Python imports: it
 	// starts while the control plane does.
 	ironicLog := filepath.Join(input.ArtifactFolder, "ironic.log")
-	say("Starting Ironic's API (Debian's ironic-api and ironic-conductor, one process on loopback, fake hardware only), log %s", ironicLog)
+	sayf("Starting Ironic's API (Debian's ironic-api and ironic-conductor, one process on loopback, fake hardware only), log %s", ironicLog)
 	ironicStarted := make(chan error, 1)
 	go func() {
-		server, err := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
-		if err == nil {
-			local.Consumers, err = newConsumers(server, input.ArtifactFolder)
+		server, startErr := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
+		if startErr == nil {
+			local.Consumers, startErr = newConsumers(server, input.ArtifactFolder)
 		}
-		ironicStarted <- err
+		ironicStarted <- startErr
 	}()
 	waitIronic := sync.OnceValue(func() error { return <-ironicStarted })
 	defer func() {
@@ -101,7 +101,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		}
 	}()
 
-	say("Starting a local control plane: kube-apiserver and etcd from $KUBEBUILDER_ASSETS, audit log %s; "+
+	sayf("Starting a local control plane: kube-apiserver and etcd from $KUBEBUILDER_ASSETS, audit log %s; "+
 		"the garbage collector (kube-controller-manager --controllers=garbagecollector): owner references are enforced; "+
 		"CAPM3 is not running here: test/capm3webhook stands in for its Metal3DataTemplate webhook, "+
 		"which refuses any change to a data template's networkData or metaData", local.AuditLog)
@@ -118,7 +118,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	admin := local.ControlPlane.Client
 	cluster := &Cluster{Client: admin, Local: local, Intervals: localIntervals}
 
-	say("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin runs in this process " +
+	sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin runs in this process " +
 		"and allocates addresses by the upstream IPClaim/IPAddress contract")
 	if local.IPAM, err = framework.StartIPAMStandIn(local.ControlPlane.Config); err != nil {
 		return nil, err
@@ -131,9 +131,9 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	if err != nil {
 		return nil, err
 	}
-	say("Installing config/default without the Deployment, Service and cert-manager objects; webhooks call https://127.0.0.1:%d",
+	sayf("Installing config/default without the Deployment, Service and cert-manager objects; webhooks call https://127.0.0.1:%d",
 		local.WebhookPort)
-	if err := installDefaultConfig(ctx, admin, input.ArtifactFolder, local.WebhookPort, caPEM); err != nil {
+	if err = installDefaultConfig(ctx, admin, input.ArtifactFolder, local.WebhookPort, caPEM); err != nil {
 		return nil, err
 	}
 
@@ -150,11 +150,11 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	if err := local.Manager.Start(); err != nil {
 		return nil, err
 	}
-	say("Manager %s running as %s (pid %d), log %s", input.ManagerBinary, managerUser, local.Manager.PID(), local.Manager.LogPath)
+	sayf("Manager %s running as %s (pid %d), log %s", input.ManagerBinary, managerUser, local.Manager.PID(), local.Manager.LogPath)
 	if err := waitIronic(); err != nil {
 		return nil, fmt.Errorf("starting Ironic's API: %w", err)
 	}
-	say("Ironic's API answers at %s", local.Consumers.Ironic.URL)
+	sayf("Ironic's API answers at %s", local.Consumers.Ironic.URL)
 	return cluster, nil
 }
 
@@ -190,7 +190,7 @@ func (l *LocalCluster) EnsureRunning() error {
 func (l *LocalCluster) Stop() error {
 	var errs []error
 	if l.Consumers != nil {
-		say("Consumers: %s", l.Consumers.Report())
+		sayf("Consumers: %s", l.Consumers.Report())
 		errs = append(errs, l.Consumers.Ironic.Stop())
 	}
 	if l.Manager != nil {

@@ -56,7 +56,7 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 	It("sets up the hosts of its namespace with only a Role, and leaves other namespaces alone", func() {
 		c, local := input.Cluster, input.Cluster.Local
 		By("Installing config/namespaced into the tenant's namespace")
-		objects, err := framework.KustomizeBuild("namespaced", filepath.Join(local.ArtifactFolder, "config-namespaced.yaml"))
+		objects, err := framework.KustomizeBuild(ctx, "namespaced", filepath.Join(local.ArtifactFolder, "config-namespaced.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		var installed []*unstructured.Unstructured
 		for _, obj := range objects {
@@ -70,9 +70,9 @@ func NamespacedInstallSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Expect(applyObjects(ctx, c.Client, installed)).To(Succeed())
 
 		By("Checking that its ServiceAccount may do nothing outside its namespace")
-		Expect(c.serviceAccountMay(ctx, tenant, managerServiceAccount, "list", "metal3.io", "baremetalhosts", other)).To(BeFalse())
-		Expect(c.serviceAccountMay(ctx, tenant, managerServiceAccount, "list", "", "secrets", "")).To(BeFalse())
-		Expect(c.serviceAccountMay(ctx, tenant, managerServiceAccount, "patch", "metal3.io", "baremetalhosts", tenant)).To(BeTrue())
+		Expect(c.managerAccountMay(ctx, tenant, "list", "metal3.io", "baremetalhosts", other)).To(BeFalse())
+		Expect(c.managerAccountMay(ctx, tenant, "list", "", "secrets", "")).To(BeFalse())
+		Expect(c.managerAccountMay(ctx, tenant, "patch", "metal3.io", "baremetalhosts", tenant)).To(BeTrue())
 
 		By("Stopping the cluster-wide manager, which would serve the tenant's hosts too, and starting the tenant's")
 		Expect(local.Manager.Stop()).To(Succeed())

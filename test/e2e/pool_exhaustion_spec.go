@@ -62,13 +62,12 @@ func PoolExhaustionSpec(ctx context.Context, inputGetter func() SpecInput) {
 		Eventually(func(g Gomega) {
 			c.expectHostsSetUp(ctx, g, namespace, bigHosts, []string{"roomy"})
 			state := c.readNamespace(ctx, g, namespace)
-			var setUp, exhausted []string
+			var setUp []string
 			for _, name := range smallHosts {
 				if state.hosts[name].Spec.PreprovisioningNetworkDataName != "" {
 					setUp = append(setUp, name)
 					continue
 				}
-				exhausted = append(exhausted, name)
 				c.expectExhausted(ctx, g, state, name)
 			}
 			g.Expect(setUp).To(HaveLen(3))

@@ -134,13 +134,15 @@ func (c *Cluster) rulesBoundTo(ctx context.Context, namespace, serviceAccount st
 // managerMay asks the API server whether the manager's ServiceAccount may
 // do verb on resource in namespace ("" for cluster-wide).
 func (c *Cluster) managerMay(ctx context.Context, verb, resource, namespace string) bool {
-	return c.serviceAccountMay(ctx, managerNamespace, managerServiceAccount, verb, "", resource, namespace)
+	return c.managerAccountMay(ctx, managerNamespace, verb, "", resource, namespace)
 }
 
-func (c *Cluster) serviceAccountMay(ctx context.Context, saNamespace, saName, verb, group, resource, namespace string) bool {
+// managerAccountMay asks the same of the manager's ServiceAccount in
+// saNamespace, for a resource of group.
+func (c *Cluster) managerAccountMay(ctx context.Context, saNamespace, verb, group, resource, namespace string) bool {
 	GinkgoHelper()
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   framework.ServiceAccountUser(saNamespace, saName),
+		User:   framework.ServiceAccountUser(saNamespace, managerServiceAccount),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace, Verb: verb, Group: group, Resource: resource,

@@ -151,8 +151,11 @@ func (c *Cluster) makeSecretStale(ctx context.Context, namespace, host string) {
 	secret := c.networkDataSecret(ctx, Default, namespace, host)
 	document := c.networkData(ctx, Default, namespace, host)
 	links, ok := document["links"].([]any)
-	Expect(ok).To(BeTrue())
-	links[0].(map[string]any)["mtu"] = staleMTU
+	Expect(ok).To(BeTrue(), "links is a list")
+	Expect(links).NotTo(BeEmpty())
+	link, ok := links[0].(map[string]any)
+	Expect(ok).To(BeTrue(), "a link is an object")
+	link["mtu"] = staleMTU
 	stale, err := json.Marshal(document)
 	Expect(err).NotTo(HaveOccurred())
 	original := secret.DeepCopy()

@@ -47,7 +47,7 @@ import (
 
 // RepoRoot is the repository's top folder.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := runtime.Caller(0) //nolint:dogsled // of runtime.Caller's results only the file is needed
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
@@ -151,7 +151,7 @@ func StartControlPlane(input StartControlPlaneInput) (_ *ControlPlane, err error
 		// As config/webhook builds them: its patches (the auto-pause
 		// webhook's namespaceSelector) are part of what is installed.
 		webhooks := filepath.Join(cp.dir, "webhooks.yaml")
-		if _, err = KustomizeBuild("webhook", webhooks); err != nil {
+		if _, err = KustomizeBuild(context.Background(), "webhook", webhooks); err != nil {
 			return nil, err
 		}
 		cp.env.WebhookInstallOptions.Paths = []string{webhooks}

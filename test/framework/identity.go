@@ -17,6 +17,7 @@ limitations under the License.
 package framework
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -65,7 +66,6 @@ func (cp *ControlPlane) ServiceAccountKubeconfig(namespace, name string) (string
 	if err != nil {
 		return "", err
 	}
-	defer file.Close()
 	_, err = file.Write(kubeconfig)
-	return file.Name(), err
+	return file.Name(), errors.Join(err, file.Close())
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,9 +29,9 @@ import (
 // KustomizeBuild runs bin/kustomize (make builds it) on a folder of config/,
 // writes the output to file and reads its objects: what a user installs,
 // patches included.
-func KustomizeBuild(folder, file string) ([]*unstructured.Unstructured, error) {
+func KustomizeBuild(ctx context.Context, folder, file string) ([]*unstructured.Unstructured, error) {
 	root := RepoRoot()
-	out, err := exec.Command(filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "config", folder)).Output()
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "bin", "kustomize"), "build", filepath.Join(root, "config", folder)).Output()
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build config/%s (make builds bin/kustomize): %w", folder, err)
 	}

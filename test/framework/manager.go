@@ -85,21 +85,25 @@ func (m *ManagerProcess) Start() error {
 		return err
 	}
 	m.started = true
-	fmt.Fprintf(logFile, "==> %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.Binary, strings.Join(args, " "))
-	cmd := exec.Command(m.Binary, args...)
+	if _, err = fmt.Fprintf(logFile, "==> %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.Binary, strings.Join(args, " ")); err != nil {
+		_ = logFile.Close() // the write has failed already
+		return err
+	}
+	cmd := exec.Command(m.Binary, args...) //nolint:noctx // it runs until Stop or Kill, not for the length of a context
 	cmd.Env = append(os.Environ(), m.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The manager must never outlive the harness, even when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close() // only the line above was written
 		return fmt.Errorf("starting %s: %w", m.Binary, err)
 	}
 	exited := make(chan struct{})
 	go func() {
 		m.exitErr = cmd.Wait()
-		fmt.Fprintf(logFile, "==> %s: pid %d exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, m.exitErr)
-		logFile.Close()
+		// The log is for people; the exit is also in m.exitErr.
+		_, _ = fmt.Fprintf(logFile, "==> %s: pid %d exited: %v\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, m.exitErr)
+		_ = logFile.Close()
 		close(exited)
 	}()
 	m.cmd, m.exited = cmd, exited

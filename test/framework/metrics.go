@@ -44,7 +44,7 @@ func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer response.Body.Close()
+	defer func() { _ = response.Body.Close() }() // the body is read to the end or the scrape has failed
 	if response.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", url, response.Status)
 	}

@@ -16,15 +16,27 @@ limitations under the License.
 
 package framework
 
-import "net"
+import (
+	"context"
+	"fmt"
+	"net"
+)
 
 // FreePort asks the kernel for a free port on the loopback address, for a
 // server a test starts there.
 func FreePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	var config net.ListenConfig
+	listener, err := config.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
+	address, isTCP := listener.Addr().(*net.TCPAddr)
+	// The server the port is for binds it once it is free again.
+	if err = listener.Close(); err != nil {
+		return 0, err
+	}
+	if !isTCP {
+		return 0, fmt.Errorf("listening on %s: not a TCP address", listener.Addr())
+	}
+	return address.Port, nil
 }

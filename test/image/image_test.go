@@ -69,17 +69,17 @@ var managerBinary, archive string
 // The control plane the tests share, started by the first that needs it;
 // each test uses namespaces of its own.
 var (
-	sharedControlPlane      *framework.ControlPlane
-	sharedControlPlaneError error
-	startControlPlaneOnce   sync.Once
+	sharedControlPlane         *framework.ControlPlane
+	errStartSharedControlPlane error
+	startControlPlaneOnce      sync.Once
 )
 
 func controlPlane(t *testing.T) *framework.ControlPlane {
 	t.Helper()
 	startControlPlaneOnce.Do(func() {
-		sharedControlPlane, sharedControlPlaneError = framework.StartControlPlane(framework.StartControlPlaneInput{})
+		sharedControlPlane, errStartSharedControlPlane = framework.StartControlPlane(framework.StartControlPlaneInput{})
 	})
-	require.NoError(t, sharedControlPlaneError)
+	require.NoError(t, errStartSharedControlPlane)
 	return sharedControlPlane
 }
 
@@ -91,7 +91,7 @@ func TestMain(m *testing.M) {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	managerBinary, archive = filepath.Join(dir, "manager"), filepath.Join(dir, "image.tar")
-	err = buildImage(managerBinary, archive)
+	err = buildImage(context.Background(), managerBinary, archive)
 	code := 1
 	if err == nil {
 		code = m.Run()
@@ -104,16 +104,18 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	os.Exit(code)
 }
 
 // buildImage runs make image's two steps: the static manager, then
 // hack/image.
-func buildImage(binary, archive string) error {
-	build := exec.Command("go", "build", "-o", binary, ".")
+func buildImage(ctx context.Context, binary, archive string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", binary, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	image := exec.Command("go", "run", "./hack/image", "-binary", binary, "-image", testImage, "-out", archive, "-revision", "test")
+	image := exec.CommandContext(ctx, "go", "run", "./hack/image", "-binary", binary, "-image", testImage, "-out", archive, "-revision", "test")
 	for _, cmd := range []*exec.Cmd{build, image} {
 		cmd.Dir = framework.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -127,6 +129,7 @@ func buildImage(binary, archive string) error {
 // testImage whose entrypoint is /manager, run as distroless's non-root user,
 // over one layer holding only /manager (a static binary that runs) and /tmp.
 func TestArchive(t *testing.T) {
+	ctx := context.Background()
 	tag, err := name.NewTag(testImage)
 	require.NoError(t, err)
 	img, err := tarball.ImageFromPath(archive, &tag)
@@ -148,20 +151,20 @@ func TestArchive(t *testing.T) {
 	require.Len(t, layers, 1)
 	content, err := layers[0].Uncompressed()
 	require.NoError(t, err)
-	defer content.Close()
+	t.Cleanup(func() { assert.NoError(t, content.Close()) })
 	manager := filepath.Join(t.TempDir(), "manager")
 	files := map[string]*tar.Header{}
 	layer := tar.NewReader(content)
 	for {
-		header, err := layer.Next()
-		if err == io.EOF {
+		header, nextErr := layer.Next()
+		if nextErr == io.EOF {
 			break
 		}
-		require.NoError(t, err)
+		require.NoError(t, nextErr)
 		files[header.Name] = header
 		if header.Name == "manager" {
-			out, err := os.OpenFile(manager, os.O_CREATE|os.O_WRONLY, 0o755)
-			require.NoError(t, err)
+			out, openErr := os.OpenFile(manager, os.O_CREATE|os.O_WRONLY, 0o755)
+			require.NoError(t, openErr)
 			_, err = io.Copy(out, layer)
 			require.NoError(t, errors.Join(err, out.Close()))
 		}
@@ -178,12 +181,12 @@ func TestArchive(t *testing.T) {
 	// be static.
 	binary, err := elf.Open(manager)
 	require.NoError(t, err)
-	defer binary.Close()
+	t.Cleanup(func() { assert.NoError(t, binary.Close()) })
 	for _, program := range binary.Progs {
 		assert.NotEqual(t, elf.PT_INTERP, program.Type, "/manager needs a dynamic loader; build it with CGO_ENABLED=0")
 	}
 
-	out, err := exec.Command(manager, "--help").CombinedOutput()
+	out, err := exec.CommandContext(ctx, manager, "--help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "--diagnostics-address")
 }
@@ -191,7 +194,7 @@ func TestArchive(t *testing.T) {
 // podman runs a podman command and returns its standard output.
 func podman(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("podman", args...)
+	cmd := exec.CommandContext(context.Background(), "podman", args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -212,18 +215,19 @@ var runArgs = []string{"--runtime", "runc", "run", "--ulimit", "nofile=4096:4096
 // config/rbac, where it sets up a host and serves its metrics over HTTPS
 // to authorized tokens only.
 func TestPodman(t *testing.T) {
+	// Not t.Context(): the clean-ups run podman after it is cancelled.
+	ctx := context.Background()
 	if _, err := exec.LookPath("podman"); err != nil {
 		t.Fatal("podman is not installed: hack/install-packages.sh installs it")
 	}
 	assert.Contains(t, podman(t, "load", "--input", archive), testImage)
-	t.Cleanup(func() { _ = exec.Command("podman", "rmi", "--force", testImage).Run() })
+	t.Cleanup(func() { _ = exec.CommandContext(ctx, "podman", "rmi", "--force", testImage).Run() })
 
 	// The manager prints its usage on standard error.
-	help, err := exec.Command("podman", append(append([]string{}, runArgs...), "--rm", testImage, "--help")...).CombinedOutput()
+	help, err := exec.CommandContext(ctx, "podman", append(append([]string{}, runArgs...), "--rm", testImage, "--help")...).CombinedOutput()
 	require.NoError(t, err, "%s", help)
 	assert.Contains(t, string(help), "--watch-filter")
 
-	ctx := context.Background()
 	cp := controlPlane(t)
 	c := cp.Client
 
@@ -231,7 +235,7 @@ func TestPodman(t *testing.T) {
 	// system, as in config/rbac before config/default renames them.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "system"}}))
 	rbac := filepath.Join(t.TempDir(), "rbac.yaml")
-	_, err = framework.KustomizeBuild("rbac", rbac)
+	_, err = framework.KustomizeBuild(ctx, "rbac", rbac)
 	require.NoError(t, err)
 	_, err = framework.ApplyFiles(ctx, c, rbac)
 	require.NoError(t, err)
@@ -248,18 +252,20 @@ func TestPodman(t *testing.T) {
 		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", diagnosticsPort))...)
 	t.Cleanup(func() {
 		if t.Failed() {
-			logs, _ := exec.Command("podman", "logs", container).CombinedOutput()
+			logs, _ := exec.CommandContext(ctx, "podman", "logs", container).CombinedOutput()
 			t.Logf("manager log:\n%s", logs)
 		}
-		_ = exec.Command("podman", "rm", "--force", container).Run()
+		_ = exec.CommandContext(ctx, "podman", "rm", "--force", container).Run()
 	})
 	user := strings.TrimSpace(podman(t, "inspect", "--format", "{{.Config.User}}", container))
 	assert.Equal(t, "65532:65532", user)
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		response, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), http.NoBody)
 		require.NoError(c, err)
-		response.Body.Close()
+		response, err := http.DefaultClient.Do(request)
+		require.NoError(c, err)
+		assert.NoError(c, response.Body.Close())
 		assert.Equal(c, http.StatusOK, response.StatusCode)
 	}, time.Minute, time.Second, "the manager in the container never became ready")
 
@@ -340,15 +346,14 @@ type scrapeResult struct {
 func scrape(t *testing.T, url, token string) scrapeResult {
 	t.Helper()
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
-	request, err := http.NewRequest(http.MethodGet, url, nil)
+	request, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, http.NoBody)
 	require.NoError(t, err)
 	if token != "" {
 		request.Header.Set("Authorization", "Bearer "+token)
 	}
 	response, err := insecure.Do(request)
 	require.NoError(t, err)
-	defer response.Body.Close()
 	body, err := io.ReadAll(response.Body)
-	require.NoError(t, err)
+	require.NoError(t, errors.Join(err, response.Body.Close()))
 	return scrapeResult{status: response.StatusCode, body: string(body)}
 }

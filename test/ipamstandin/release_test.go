@@ -53,7 +53,7 @@ func TestAddressesLeftBehindAsIPAMLeavesThem(t *testing.T) {
 	}{{
 		name:    "deleted after its address was created, before its finalizer was written",
 		wantErr: "failed to patch IPClaim host-pool",
-		deleteClaim: func(r *ipamstandin.Reconciler, c client.Client, request ctrl.Request, claim *ipamv1.IPClaim) error {
+		deleteClaim: func(r *ipamstandin.Reconciler, c client.Client, request ctrl.Request, _ *ipamv1.IPClaim) error {
 			r.Client = &deleteClaimOnAddressCreate{Client: c}
 			_, err := r.Reconcile(ctx, request)
 			r.Client = c

@@ -309,10 +309,10 @@ func (r *Reconciler) release(ctx context.Context, pool *ipamv1.IPPool, claim *ip
 		if err == nil {
 			original := address.DeepCopy()
 			controllerutil.RemoveFinalizer(address, ipamv1.IPAddressFinalizer)
-			if err := r.Client.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(r.Client.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))); err != nil {
 				return err
 			}
-			if err := r.Client.Delete(ctx, address); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, address)); err != nil {
 				return err
 			}
 		}
@@ -320,7 +320,7 @@ func (r *Reconciler) release(ctx context.Context, pool *ipamv1.IPPool, claim *ip
 	original := claim.DeepCopy()
 	claim.Status.Address = nil
 	controllerutil.RemoveFinalizer(claim, ipamv1.IPClaimFinalizer)
-	if err := r.Client.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	if err := client.IgnoreNotFound(r.Client.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))); err != nil {
 		return err
 	}
 	if allocated {

@@ -72,7 +72,7 @@ func TestIronicValidatesNetworkData(t *testing.T) {
 		stored, err := server.SetNetworkData(ctx, node, activeBackup)
 		require.NoError(t, err)
 		t.Logf("one submission took %s", time.Since(start).Round(time.Millisecond))
-		assert.Equal(t, "active-backup", stored.NetworkData["links"].([]any)[2].(map[string]any)["bond_mode"])
+		assert.Equal(t, "active-backup", linkField(t, stored.NetworkData, 2, "bond_mode"))
 
 		again, err := server.Node(ctx, "ns", "valid")
 		require.NoError(t, err)
@@ -100,13 +100,24 @@ func TestIronicValidatesNetworkData(t *testing.T) {
 		accepted, err := server.Accept(ctx, "ns", "lacp", []byte(fmt.Sprintf(document, "802.3ad")))
 		require.NoError(t, err)
 		assert.True(t, accepted.BondModeSubstituted)
-		assert.Equal(t, "802.1ad", accepted.Node.NetworkData["links"].([]any)[2].(map[string]any)["bond_mode"])
+		assert.Equal(t, "802.1ad", linkField(t, accepted.Node.NetworkData, 2, "bond_mode"))
 	})
 
 	t.Run("a document refused for another reason is not excused by the bond mode", func(t *testing.T) {
 		_, err := server.Accept(ctx, "ns", "lacp-no-network-id", []byte(withoutNetworkID("802.3ad")))
 		assert.ErrorContains(t, err, "with bonds [bond0] sent as 802.1ad (the only change), ironic still did not take")
 	})
+}
+
+// linkField is a field of a link of a network data document.
+func linkField(t *testing.T, networkData map[string]any, index int, field string) any {
+	t.Helper()
+	links, ok := networkData["links"].([]any)
+	require.True(t, ok, "links is a list: %v", networkData["links"])
+	require.Greater(t, len(links), index)
+	link, ok := links[index].(map[string]any)
+	require.True(t, ok, "link %d is an object: %v", index, links[index])
+	return link[field]
 }
 
 func withoutNetworkID(bondMode string) string {

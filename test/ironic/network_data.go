@@ -32,26 +32,26 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Refusal is an answer of Ironic's API other than 2xx.
-type Refusal struct {
+// RefusalError is an answer of Ironic's API other than 2xx.
+type RefusalError struct {
 	Status int
 	// Message is Ironic's faultstring, or the raw body if it has none.
 	Message string
 }
 
-func (r *Refusal) Error() string {
+func (r *RefusalError) Error() string {
 	return fmt.Sprintf("ironic answered HTTP %d: %s", r.Status, r.Message)
 }
 
 // InvalidNetworkData says whether Ironic refused network data for failing
 // its schema: HTTP 400 "Invalid network_data".
 func InvalidNetworkData(err error) bool {
-	var refusal *Refusal
+	var refusal *RefusalError
 	return errors.As(err, &refusal) && refusal.Status == http.StatusBadRequest &&
 		strings.Contains(refusal.Message, "Invalid network_data")
 }
 
-// asRefusal turns gophercloud's unexpected status into a Refusal with
+// asRefusal turns gophercloud's unexpected status into a RefusalError with
 // Ironic's message. Ironic's error body is JSON whose error_message is
 // itself JSON holding the faultstring.
 func asRefusal(err error) error {
@@ -59,7 +59,7 @@ func asRefusal(err error) error {
 	if !errors.As(err, &unexpected) {
 		return err
 	}
-	refusal := &Refusal{Status: unexpected.Actual, Message: string(unexpected.Body)}
+	refusal := &RefusalError{Status: unexpected.Actual, Message: string(unexpected.Body)}
 	var body struct {
 		ErrorMessage string `json:"error_message"`
 	}
@@ -103,7 +103,7 @@ func (s *Server) Node(ctx context.Context, namespace, host string) (*nodes.Node,
 // and, unless the node already holds equal data, sends one JSON patch
 // operation "add /network_data" through nodes.Update. It returns the node as
 // Ironic answered, after checking that Ironic stored what was sent; a
-// refusal is a *Refusal.
+// refusal is a *RefusalError.
 func (s *Server) SetNetworkData(ctx context.Context, node *nodes.Node, secretValue []byte) (*nodes.Node, error) {
 	var networkData map[string]any
 	if err := yaml.Unmarshal(secretValue, &networkData); err != nil {
@@ -155,14 +155,14 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 		return nil, err
 	}
 	var networkData map[string]any
-	if err := yaml.Unmarshal(secretValue, &networkData); err != nil {
+	if err = yaml.Unmarshal(secretValue, &networkData); err != nil {
 		return nil, fmt.Errorf("%s: decoding the network data as BMO does: %w", name, err)
 	}
 	substituted, bonds := s.withOldBondModeName(networkData)
 	if len(bonds) == 0 {
-		stored, err := s.setNetworkData(ctx, node, networkData)
-		if err != nil {
-			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, explainRefusal(err, networkData), s.LogPath)
+		stored, setErr := s.setNetworkData(ctx, node, networkData)
+		if setErr != nil {
+			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, explainRefusal(setErr, networkData), s.LogPath)
 		}
 		return &Accepted{Node: stored, NetworkData: networkData}, nil
 	}
@@ -209,8 +209,12 @@ func (s *Server) RefusesBroken(ctx context.Context, accepted *Accepted) error {
 	var errs []error
 	for what, broken := range brokenVariants(accepted.NetworkData) {
 		_, err := s.setNetworkData(ctx, accepted.Node, broken)
-		if !InvalidNetworkData(err) {
-			errs = append(errs, fmt.Errorf("%s: ironic must refuse %s with 400 Invalid network_data; it answered %v (ironic log: %s)",
+		switch {
+		case err == nil:
+			errs = append(errs, fmt.Errorf("%s: ironic must refuse %s with 400 Invalid network_data; it took it (ironic log: %s)",
+				accepted.Node.Name, what, s.LogPath))
+		case !InvalidNetworkData(err):
+			errs = append(errs, fmt.Errorf("%s: ironic must refuse %s with 400 Invalid network_data; it answered %w (ironic log: %s)",
 				accepted.Node.Name, what, err, s.LogPath))
 		}
 	}

@@ -116,7 +116,7 @@ func explainRefusal(err error, networkData map[string]any) error {
 	}
 	failures, explainErr := schemaFailures(networkData)
 	if explainErr != nil {
-		return fmt.Errorf("%w\n(the installed schema could not say more: %v)", err, explainErr)
+		return fmt.Errorf("%w\n(the installed schema could not say more: %w)", err, explainErr)
 	}
 	return fmt.Errorf("%w\nthe installed schema (%s) finds:\n- %s", err, SchemaPath, strings.Join(failures, "\n- "))
 }
@@ -138,8 +138,12 @@ func schemaFailures(networkData map[string]any) ([]string, error) {
 		return nil, err
 	}
 	var invalid *jsonschema.ValidationError
-	if err := schema.Validate(instance); !errors.As(err, &invalid) {
-		return nil, fmt.Errorf("the schema finds nothing wrong (%v)", err)
+	err = schema.Validate(instance)
+	if err == nil {
+		return nil, errors.New("the schema finds nothing wrong")
+	}
+	if !errors.As(err, &invalid) {
+		return nil, fmt.Errorf("validating against the schema: %w", err)
 	}
 	printer := message.NewPrinter(language.English)
 	var failures []string

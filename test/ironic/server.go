@@ -75,7 +75,6 @@ type Server struct {
 	dir, removeDir string
 	cmd            *exec.Cmd
 	exited         chan struct{}
-	exitErr        error
 	client         *gophercloud.ServiceClient
 	// schema is what the installed schema says of bonds; see Submit.
 	bondModes []string
@@ -86,7 +85,7 @@ type Server struct {
 // was started is stopped and the error names the log.
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	for _, binary := range []string{"ironic", "ironic-dbsync"} {
-		if _, err := exec.LookPath(binary); err != nil {
+		if _, err = exec.LookPath(binary); err != nil {
 			return nil, fmt.Errorf("%s is not installed (%w): %s", binary, err, InstallHint)
 		}
 	}
@@ -100,12 +99,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			return nil, err
 		}
 		s.removeDir = s.dir
-	} else if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	} else if err = os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
 	if s.LogPath == "" {
-		logDir, err := os.MkdirTemp("", "ironic-log-")
-		if err != nil {
+		var logDir string
+		if logDir, err = os.MkdirTemp("", "ironic-log-"); err != nil {
 			return nil, err
 		}
 		s.LogPath = filepath.Join(logDir, "ironic.log")
@@ -121,37 +120,37 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	config := filepath.Join(s.dir, "ironic.conf")
-	if err := os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port)), 0o600); err != nil {
+	if err = os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port)), 0o600); err != nil {
 		return nil, err
 	}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }() // an os.File buffers nothing, so no line is lost
 
 	dbsync := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", config, "create_schema")
 	dbsync.Stdout, dbsync.Stderr = logFile, logFile
-	if err := dbsync.Run(); err != nil {
+	if err = dbsync.Run(); err != nil {
 		return nil, fmt.Errorf("ironic-dbsync create_schema: %w (log: %s)", err, s.LogPath)
 	}
 
-	s.cmd = exec.Command("ironic", "--config-file", config)
+	s.cmd = exec.Command("ironic", "--config-file", config) //nolint:noctx // it runs until Stop; ctx bounds only the start
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	// Its own process group, so Stop reaches any worker it forks; and it
 	// dies with the test process if that is killed.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	if err = s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting ironic: %w", err)
 	}
 	s.exited = make(chan struct{})
 	go func() {
-		s.exitErr = s.cmd.Wait()
+		_ = s.cmd.Wait() // waitReady reads how it ended from s.cmd.ProcessState
 		close(s.exited)
 	}()
 
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := s.waitReady(ctx); err != nil {
+	if err = s.waitReady(ctx); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
 	}
 	if s.client, err = s.newClient(ctx); err != nil {
@@ -201,7 +200,7 @@ dhcp_provider = none
 func (s *Server) waitReady(ctx context.Context) error {
 	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.exited)
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic exited before its API answered: %v; its log ends with:\n%s", s.exitErr, s.logTail(20))
+		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.cmd.ProcessState, s.logTail(20))
 	}
 	if err != nil {
 		return fmt.Errorf("ironic's API: %w", err)
