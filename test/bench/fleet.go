@@ -34,7 +34,7 @@ import (
 )
 
 // The fleet: hosts spread over racks, one opted-in Metal3MachineTemplate and
-// Metal3DataTemplate per rack, and the two pools of fixtures every host takes
+// Metal3DataTemplate (or one Metal3PreprovisioningTemplate) per rack, and the two pools of fixtures every host takes
 // an address from.
 const (
 	racks = 4
@@ -49,6 +49,9 @@ type fleet struct {
 	namespace string
 	hosts     int
 	hardware  bool
+	// preprovisioning selects the racks with Metal3PreprovisioningTemplates,
+	// whose status counts the hosts, instead of Metal3MachineTemplates.
+	preprovisioning bool
 }
 
 func hostName(i int) string { return fmt.Sprintf("host-%05d", i) }
@@ -59,7 +62,8 @@ func rackOf(i int) string { return fmt.Sprintf("r%d", i%racks) }
 func (f fleet) bootMAC(i int) string { return fixtures.MAC(f.namespace, 1, i) }
 
 // createTemplates creates the namespace, the two /16 pools, and per rack a
-// Metal3DataTemplate and an opted-in Metal3MachineTemplate.
+// Metal3DataTemplate and an opted-in Metal3MachineTemplate, or a
+// Metal3PreprovisioningTemplate with the same selector and network data.
 func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}},
@@ -68,12 +72,17 @@ func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 	}
 	for r := range racks {
 		rack := rackOf(r)
-		dataTemplate := fixtures.DataTemplate(f.namespace, "rack-"+rack, networkData(r))
-		machineTemplate := fixtures.MachineTemplate(f.namespace, "rack-"+rack, dataTemplate.Name,
-			map[string]string{"rack": rack, "role": "worker"})
-		machineTemplate.Spec.Template.Spec.HostSelector.MatchExpressions = []capm3.HostSelectorRequirement{
-			{Key: "site", Operator: "in", Values: []string{"fra1", "fra2"}},
+		selector := map[string]string{"rack": rack, "role": "worker"}
+		bySite := []capm3.HostSelectorRequirement{{Key: "site", Operator: "in", Values: []string{"fra1", "fra2"}}}
+		if f.preprovisioning {
+			template := fixtures.PreprovisioningTemplate(f.namespace, "rack-"+rack, selector, networkData(r))
+			template.Spec.HostSelector.MatchExpressions = bySite
+			objects = append(objects, template)
+			continue
 		}
+		dataTemplate := fixtures.DataTemplate(f.namespace, "rack-"+rack, networkData(r))
+		machineTemplate := fixtures.MachineTemplate(f.namespace, "rack-"+rack, dataTemplate.Name, selector)
+		machineTemplate.Spec.Template.Spec.HostSelector.MatchExpressions = bySite
 		objects = append(objects, dataTemplate, machineTemplate)
 	}
 	for _, obj := range objects {

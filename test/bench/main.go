@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -44,6 +45,8 @@ import (
 const (
 	scenarioPlain    = "plain"
 	scenarioHardware = "hardware"
+	scenarioRestart  = "restart"
+	scenarioHandoff  = "handoff"
 )
 
 type config struct {
@@ -75,7 +78,9 @@ func main() {
 	flag.IntVar(&cfg.hosts, "hosts", 1000, "How many hosts to register.")
 	flag.IntVar(&cfg.runs, "runs", 1, "How many runs, each on a fresh control plane.")
 	flag.StringVar(&cfg.scenario, "scenario", scenarioPlain,
-		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware.")
+		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware; "+
+			"restart: a fresh manager, then a leader change, on a set-up fleet; "+
+			"handoff: a simulated CAPM3 provisions every set-up host.")
 	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
 	deployment := flag.String("deployment", "config/manager/manager.yaml",
 		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
@@ -111,8 +116,9 @@ func validate(cfg config) error {
 		return fmt.Errorf("-hosts must be between 1 and 60000 (the pools are /16), not %d", cfg.hosts)
 	case cfg.runs < 1:
 		return errors.New("-runs must be at least 1")
-	case cfg.scenario != scenarioPlain && cfg.scenario != scenarioHardware:
-		return fmt.Errorf("-scenario must be %s or %s, not %q", scenarioPlain, scenarioHardware, cfg.scenario)
+	case !slices.Contains([]string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff}, cfg.scenario):
+		return fmt.Errorf("-scenario must be %s, %s, %s or %s, not %q",
+			scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, cfg.scenario)
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
 		return errors.New("-qps, -burst and -concurrency must be positive")
 	}
@@ -145,7 +151,15 @@ func run(cfg config) error {
 		}
 		r.machine.kubeAPIVersion = version
 		r.runs = append(r.runs, result)
-		progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
+		switch cfg.scenario {
+		case scenarioRestart:
+			progressf("run %d: restart caught up after %.1f s, leader change after %.1f s", i,
+				result.restart.restart.duration.Seconds(), result.restart.takeover.duration.Seconds())
+		case scenarioHandoff:
+			progressf("run %d: every claim handed over %.1f s after the simulated CAPM3 started", i, result.handoff.handedOver.Seconds())
+		default:
+			progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
+		}
 	}
 	var text bytes.Buffer
 	for _, s := range r.sections() {

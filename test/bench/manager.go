@@ -76,22 +76,24 @@ func deploymentEnv(path string) ([]string, error) {
 	return nil, fmt.Errorf("%s: no container named manager", path)
 }
 
-func startManager(binary, dir string, kubeConfig []byte, limits clientLimits, env []string) (*managerProcess, error) {
+// startManager starts the manager binary as name (its log is name.log in
+// dir) with the client limits and the extra flags.
+func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimits, env []string, extraArgs ...string) (*managerProcess, error) {
 	kubeConfigPath := filepath.Join(dir, "manager.kubeconfig")
 	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
 		return nil, err
 	}
 	m := &managerProcess{ManagerProcess: &framework.ManagerProcess{
-		Name:    "manager",
+		Name:    name,
 		Binary:  binary,
-		LogPath: filepath.Join(dir, "manager.log"),
-		Args: []string{
+		LogPath: filepath.Join(dir, name+".log"),
+		Args: append([]string{
 			"--kubeconfig", kubeConfigPath,
 			"--webhook-port=0",
 			"--kube-api-qps=" + strconv.FormatFloat(limits.qps, 'f', -1, 64),
 			"--kube-api-burst=" + strconv.Itoa(limits.burst),
 			"--host-concurrency=" + strconv.Itoa(limits.concurrency),
-		},
+		}, extraArgs...),
 		Env: env,
 	}}
 	if err := m.Start(); err != nil {

@@ -41,6 +41,12 @@ type report struct {
 }
 
 func (r report) sections() []section {
+	switch r.cfg.scenario {
+	case scenarioRestart:
+		return r.restartSections()
+	case scenarioHandoff:
+		return r.handoffSections()
+	}
 	return []section{
 		r.machine.section(), r.goals(), r.summary(), r.perRun(),
 		r.callsPerHost("Manager requests per host, by verb and resource, until it was quiet", func(run runResult) map[apiCall]int { return run.managerCalls }),

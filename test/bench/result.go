@@ -38,6 +38,9 @@ type runResult struct {
 	lastWrite time.Duration
 	memory    managerMemory
 	manager   managerStats
+	// restart and handoff are those scenarios', which have no floor.
+	restart restartResult
+	handoff handoffResult
 }
 
 // phaseResult is the controller's or the floor's half of a run.
