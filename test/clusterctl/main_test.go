@@ -26,11 +26,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 const (
-	capiVersion     = "v1.13.4"
+	capiVersion     = standins.CAPIVersion
 	providerVersion = "v0.1.0"
 	// providerLabel is how clusterctl names our provider: in the repository
 	// layout, the inventory and the cluster.x-k8s.io/provider label.

@@ -18,19 +18,19 @@ package clusterctl_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // localRepository is a clusterctl repository on disk, laid out as
 // {dir}/{provider-label}/{version}/, with the clusterctl configuration that
-// points the core provider and ours at it.
+// points ours and the stand-ins of test/clusterctl/standins at it.
 type localRepository struct {
 	clusterctl string
 	config     string
@@ -67,20 +67,20 @@ func buildLocalRepository(ctx context.Context, dir string) (*localRepository, er
 	if _, err := output(release); err != nil {
 		return nil, err
 	}
-	coreDir := filepath.Join(dir, "cluster-api", capiVersion)
-	if err := buildCoreComponents(ctx, kustomize, capiDir, coreDir); err != nil {
+	standIns, err := standins.Build(ctx, root, kustomize, capiDir, dir)
+	if err != nil {
 		return nil, err
 	}
 
 	config := filepath.Join(dir, "clusterctl.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`providers:
-  - name: cluster-api
-    type: CoreProvider
-    url: file://%s/core-components.yaml
-  - name: %s
-    type: InfrastructureProvider
-    url: file://%s/infrastructure-components.yaml
-`, coreDir, providerName, providerDir)), 0o600); err != nil {
+	entries := "providers:\n" + standins.Provider{
+		Name: providerName, Type: "InfrastructureProvider",
+		Components: filepath.Join(providerDir, "infrastructure-components.yaml"),
+	}.ConfigEntry()
+	for _, provider := range standIns {
+		entries += provider.ConfigEntry()
+	}
+	if err := os.WriteFile(config, []byte(entries), 0o600); err != nil {
 		return nil, err
 	}
 	home := filepath.Join(dir, "home")
@@ -88,35 +88,6 @@ func buildLocalRepository(ctx context.Context, dir string) (*localRepository, er
 		return nil, err
 	}
 	return &localRepository{clusterctl: clusterctl, config: config, home: home, capiDir: capiDir}, nil
-}
-
-// buildCoreComponents builds core-components.yaml from the cluster-api
-// module's config/default as its release does, on a copy: the module cache
-// is read-only and kustomize needs nothing outside config/.
-func buildCoreComponents(ctx context.Context, kustomize, capiDir, coreDir string) error {
-	work, err := os.MkdirTemp("", "capi-config-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(work) }() // a copy left behind fails no test
-	if err = os.CopyFS(work, os.DirFS(filepath.Join(capiDir, "config"))); err != nil {
-		return err
-	}
-	components, err := output(exec.CommandContext(ctx, kustomize, "build", filepath.Join(work, "default")))
-	if err != nil {
-		return err
-	}
-	if err = os.MkdirAll(coreDir, 0o755); err != nil {
-		return err
-	}
-	if err = os.WriteFile(filepath.Join(coreDir, "core-components.yaml"), []byte(components), 0o644); err != nil {
-		return err
-	}
-	metadata, err := os.ReadFile(filepath.Join(capiDir, "metadata.yaml"))
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(coreDir, "metadata.yaml"), metadata, 0o644)
 }
 
 // run runs clusterctl with the repository's configuration and only the

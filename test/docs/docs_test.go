@@ -17,8 +17,10 @@ limitations under the License.
 // Package docs_test runs the commands README.md and docs/*.md show, so the
 // documentation stays true: kubectl commands (kubectl preprov included)
 // against the control plane make run sets up, clusterctl generate against a
-// local clusterctl repository, and dry checks of the make, go, clusterctl
-// init and move commands and the hack/ scripts. See docs/development.md.
+// local clusterctl repository, clusterctl init from it (with stand-ins for
+// the providers it takes from the internet) on bare control planes, and dry
+// checks of the make, go and clusterctl move commands and the hack/
+// scripts. See docs/development.md.
 package docs_test
 
 import (
@@ -40,6 +42,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
@@ -97,6 +100,11 @@ clusterctl() {
 	if [ "$1" = generate ]; then command clusterctl "$@"; else command clusterctl "$@" --help >/dev/null; fi
 }
 `
+
+// A clusterctl init command with flags runs (checkInit); prose names
+// clusterctl init alone, which is flag-checked.
+var initCommand = regexp.MustCompile(`^clusterctl init --`)
+
 
 // envAssignment is a NAME=value before a command.
 var envAssignment = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=\S*\s+`)
@@ -166,6 +174,8 @@ func (d *docEnvironment) check(t *testing.T, command docCommand) {
 		for _, s := range want.lacks {
 			assert.NotContains(t, output, s, "%s does not show it", command)
 		}
+	case initCommand.MatchString(words):
+		d.checkInit(t, command, text)
 	case word == "clusterctl":
 		runBash(t, command, d.clusterctlDir, d.kubectlEnv, shims+text)
 	case word == "make" || word == "go":
@@ -240,7 +250,11 @@ func startMakeRun(t *testing.T, root string) *docEnvironment {
 	t.Cleanup(func() { assert.NoError(t, standIn.Stop()) })
 	ctx := context.Background()
 	require.NoError(t, framework.ApplyExamples(ctx, env.Client, filepath.Join(root, "examples")))
-	recordInstalledProviders(ctx, t, env, root)
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
+	list.Dir = root
+	capiDir, err := list.Output()
+	require.NoError(t, err)
+	recordInstalledProviders(ctx, t, env, strings.TrimSpace(string(capiDir)))
 	manager := &framework.ManagerProcess{
 		Name: "manager", Binary: filepath.Join(bin, "manager"), LogPath: filepath.Join(dir, "manager.log"),
 		Args: []string{"--kubeconfig", kubeconfig, "--webhook-port=0"},
@@ -257,21 +271,17 @@ func startMakeRun(t *testing.T, root string) *docEnvironment {
 			"HOME=" + home, "XDG_CONFIG_HOME=" + home, "KUBECONFIG=" + kubeconfig,
 			"CLUSTERCTL_DISABLE_VERSIONCHECK=true",
 		},
-		clusterctlDir: clusterctlRepository(t, root, dir, home),
+		clusterctlDir: clusterctlRepository(t, root, strings.TrimSpace(string(capiDir)), dir, home),
 	}
 }
 
 // recordInstalledProviders installs clusterctl's inventory CRD and records
 // in it the infrastructure providers docs/clusterctl.md installs, as
 // clusterctl init would.
-func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.ControlPlane, root string) {
+func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.ControlPlane, capiDir string) {
 	t.Helper()
-	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api")
-	list.Dir = root
-	capiDir, err := list.Output()
-	require.NoError(t, err)
-	inventoryCRD := filepath.Join(strings.TrimSpace(string(capiDir)), "cmd", "clusterctl", "config", "manifest", "clusterctl-api.yaml")
-	_, err = framework.ApplyFiles(ctx, env.Client, inventoryCRD)
+	inventoryCRD := filepath.Join(capiDir, "cmd", "clusterctl", "config", "manifest", "clusterctl-api.yaml")
+	_, err := framework.ApplyFiles(ctx, env.Client, inventoryCRD)
 	require.NoError(t, err)
 	providers := &unstructured.UnstructuredList{}
 	providers.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"})
@@ -283,21 +293,27 @@ func recordInstalledProviders(ctx context.Context, t *testing.T, env *framework.
 }
 
 // clusterctlRepository builds a local clusterctl repository of our release
-// manifests, as docs/clusterctl.md does, configures clusterctl in home to
+// manifests, as docs/clusterctl.md does, and of stand-ins for the providers
+// clusterctl init takes from the internet, configures clusterctl in home to
 // use it, and returns a folder for clusterctl to run in.
-func clusterctlRepository(t *testing.T, root, dir, home string) string {
+func clusterctlRepository(t *testing.T, root, capiDir, dir, home string) string {
 	t.Helper()
-	version := filepath.Join(dir, "repository", "infrastructure-metal3-preprov", "v0.1.0")
+	repository := filepath.Join(dir, "repository")
+	version := filepath.Join(repository, "infrastructure-metal3-preprov", "v0.1.0")
 	release := exec.CommandContext(t.Context(), filepath.Join(root, "hack", "release-manifests.sh"))
 	release.Dir = root
 	release.Env = append(os.Environ(), "KUSTOMIZE="+filepath.Join(root, "bin", "kustomize"), "OUT="+version, "TAG=v0.1.0")
 	output, err := release.CombinedOutput()
 	require.NoError(t, err, "hack/release-manifests.sh\n%s", output)
-	config := fmt.Sprintf(`providers:
-  - name: metal3-preprov
-    type: InfrastructureProvider
-    url: file://%s/infrastructure-components.yaml
-`, version)
+	standIns, err := standins.Build(t.Context(), root, filepath.Join(root, "bin", "kustomize"), capiDir, repository)
+	require.NoError(t, err)
+	config := "providers:\n" + standins.Provider{
+		Name: "metal3-preprov", Type: "InfrastructureProvider",
+		Components: filepath.Join(version, "infrastructure-components.yaml"),
+	}.ConfigEntry()
+	for _, provider := range standIns {
+		config += provider.ConfigEntry()
+	}
 	require.NoError(t, os.MkdirAll(filepath.Join(home, "cluster-api"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, "cluster-api", "clusterctl.yaml"), []byte(config), 0o600))
 	work := filepath.Join(dir, "work")
