@@ -64,7 +64,7 @@ func buildLocalRepository(ctx context.Context, dir string) (*localRepository, er
 	release.Dir = root
 	release.Env = append(os.Environ(), "KUSTOMIZE="+kustomize, "OUT="+providerDir,
 		"IMG="+imageName, "TAG="+providerVersion)
-	if _, err := output(release); err != nil {
+	if _, err = output(release); err != nil {
 		return nil, err
 	}
 	standIns, err := standins.Build(ctx, root, kustomize, capiDir, dir)
@@ -73,14 +73,11 @@ func buildLocalRepository(ctx context.Context, dir string) (*localRepository, er
 	}
 
 	config := filepath.Join(dir, "clusterctl.yaml")
-	entries := "providers:\n" + standins.Provider{
+	ours := standins.Provider{
 		Name: providerName, Type: "InfrastructureProvider",
 		Components: filepath.Join(providerDir, "infrastructure-components.yaml"),
-	}.ConfigEntry()
-	for _, provider := range standIns {
-		entries += provider.ConfigEntry()
 	}
-	if err := os.WriteFile(config, []byte(entries), 0o600); err != nil {
+	if err = os.WriteFile(config, []byte(standins.Config(append(standIns, ours)...)), 0o600); err != nil {
 		return nil, err
 	}
 	home := filepath.Join(dir, "home")

@@ -105,7 +105,6 @@ clusterctl() {
 // clusterctl init alone, which is flag-checked.
 var initCommand = regexp.MustCompile(`^clusterctl init --`)
 
-
 // envAssignment is a NAME=value before a command.
 var envAssignment = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=\S*\s+`)
 
@@ -307,13 +306,10 @@ func clusterctlRepository(t *testing.T, root, capiDir, dir, home string) string 
 	require.NoError(t, err, "hack/release-manifests.sh\n%s", output)
 	standIns, err := standins.Build(t.Context(), root, filepath.Join(root, "bin", "kustomize"), capiDir, repository)
 	require.NoError(t, err)
-	config := "providers:\n" + standins.Provider{
+	config := standins.Config(append(standIns, standins.Provider{
 		Name: "metal3-preprov", Type: "InfrastructureProvider",
 		Components: filepath.Join(version, "infrastructure-components.yaml"),
-	}.ConfigEntry()
-	for _, provider := range standIns {
-		config += provider.ConfigEntry()
-	}
+	})...)
 	require.NoError(t, os.MkdirAll(filepath.Join(home, "cluster-api"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, "cluster-api", "clusterctl.yaml"), []byte(config), 0o600))
 	work := filepath.Join(dir, "work")

@@ -51,9 +51,14 @@ type Provider struct {
 	Components string
 }
 
-// ConfigEntry is the provider's entry of clusterctl.yaml's providers list.
-func (p Provider) ConfigEntry() string {
-	return fmt.Sprintf("  - name: %s\n    type: %s\n    url: file://%s\n", p.Name, p.Type, p.Components)
+// Config is a clusterctl configuration (clusterctl.yaml) with the providers.
+func Config(providers ...Provider) string {
+	var config strings.Builder
+	config.WriteString("providers:\n")
+	for _, p := range providers {
+		fmt.Fprintf(&config, "  - name: %s\n    type: %s\n    url: file://%s\n", p.Name, p.Type, p.Components)
+	}
+	return config.String()
 }
 
 // Build lays out the stand-in providers under dir as clusterctl's local
@@ -97,28 +102,11 @@ func Build(ctx context.Context, root, kustomize, capiDir, dir string) ([]Provide
 		{"IPAMProvider", "ipam-metal3", "ipam-components.yaml", "ipam.metal3.io_",
 			manager{Namespace: "metal3-ipam-system", Prefix: "ipam", Image: "ip-address-manager", Group: "ipam.metal3.io"}},
 	} {
-		components, err := metal3.manager.components()
+		crds, err := upstreamCRDs(root, metal3.crdPrefix)
 		if err != nil {
 			return nil, err
 		}
-		crds, err := filepath.Glob(filepath.Join(root, "config", "crd", "upstream", metal3.crdPrefix+"*.yaml"))
-		if err != nil {
-			return nil, err
-		}
-		if len(crds) == 0 {
-			return nil, fmt.Errorf("no %s CRDs in config/crd/upstream", metal3.crdPrefix)
-		}
-		for _, crd := range crds {
-			content, err := os.ReadFile(crd)
-			if err != nil {
-				return nil, err
-			}
-			if filepath.Base(crd) == "infrastructure.cluster.x-k8s.io_metal3datas.yaml" {
-				content = skipCRDNameCheck(content)
-			}
-			components = append(components, "---\n"...)
-			components = append(components, content...)
-		}
+		components := append(metal3.manager.components(), crds...)
 		provider, err := write(dir, metal3.label, Metal3Version, metal3.file, components, []byte(metal3Metadata))
 		if err != nil {
 			return nil, err
@@ -127,6 +115,31 @@ func Build(ctx context.Context, root, kustomize, capiDir, dir string) ([]Provide
 		providers = append(providers, provider)
 	}
 	return providers, nil
+}
+
+// upstreamCRDs are the CRDs of config/crd/upstream whose files start with
+// prefix, as one YAML stream.
+func upstreamCRDs(root, prefix string) ([]byte, error) {
+	files, err := filepath.Glob(filepath.Join(root, "config", "crd", "upstream", prefix+"*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no %s CRDs in config/crd/upstream", prefix)
+	}
+	var crds []byte
+	for _, file := range files {
+		crd, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if filepath.Base(file) == "infrastructure.cluster.x-k8s.io_metal3datas.yaml" {
+			crd = skipCRDNameCheck(crd)
+		}
+		crds = append(crds, "---\n"...)
+		crds = append(crds, crd...)
+	}
+	return crds, nil
 }
 
 // skipCRDNameCheck annotates Metal3Data's CRD so that clusterctl init does
@@ -155,7 +168,7 @@ type manager struct {
 	Args                            []string
 }
 
-func (m manager) components() ([]byte, error) {
+func (m manager) components() []byte {
 	var args strings.Builder
 	for _, arg := range m.Args {
 		fmt.Fprintf(&args, "        - %q\n", arg)
@@ -212,7 +225,7 @@ spec:
       - name: manager
         image: stand-in.invalid/%[3]s:%[5]s
         args:
-%[6]s`, m.Namespace, m.Prefix, m.Image, m.Group, Metal3Version, args.String())), nil
+%[6]s`, m.Namespace, m.Prefix, m.Image, m.Group, Metal3Version, args.String()))
 }
 
 // kustomizeBuild builds config's default on a copy: the module cache is
