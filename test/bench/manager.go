@@ -76,6 +76,12 @@ func deploymentEnv(path string) ([]string, error) {
 	return nil, fmt.Errorf("%s: no container named manager", path)
 }
 
+// noBMO is the manager's --inspection-stall-timeout: no BMO runs here, so no
+// host ever gets past registering, and a run longer than the default 15
+// minutes (5000 hosts on this machine) would have the manager report every
+// host as stalled, a patch and an event each, which a fleet with BMO never sees.
+const noBMO = 24 * time.Hour
+
 // startManager starts the manager binary as name (its log is name.log in
 // dir) with the client limits and the extra flags.
 func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimits, env []string, extraArgs ...string) (*managerProcess, error) {
@@ -93,6 +99,7 @@ func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimi
 			"--kube-api-qps=" + strconv.FormatFloat(limits.qps, 'f', -1, 64),
 			"--kube-api-burst=" + strconv.Itoa(limits.burst),
 			"--host-concurrency=" + strconv.Itoa(limits.concurrency),
+			"--inspection-stall-timeout=" + noBMO.String(),
 		}, extraArgs...),
 		Env: env,
 	}}
