@@ -18,8 +18,6 @@ package clusterctl_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,11 +26,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 )
 
 const (
@@ -42,7 +39,7 @@ const (
 
 func TestInitInstallsTheProvider(t *testing.T) {
 	t.Parallel()
-	c, kubeconfig := startBareControlPlane(t)
+	c, kubeconfig := standins.StartBareControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -96,29 +93,4 @@ func TestInitInstallsTheProvider(t *testing.T) {
 func assertProviderLabel(t *testing.T, obj client.Object) {
 	t.Helper()
 	assert.Equal(t, providerLabel, obj.GetLabels()[providerLabelKey], "%T %s", obj, obj.GetName())
-}
-
-// startBareControlPlane starts kube-apiserver and etcd with only the
-// cert-manager stand-in CRDs: clusterctl init installs everything else, the
-// core provider's CRDs included. It returns a client and a kubeconfig file.
-func startBareControlPlane(t *testing.T) (client.Client, string) {
-	t.Helper()
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{"testdata"},
-		ErrorIfCRDPathMissing: true,
-	}
-	config, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
-
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
-
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
-	require.NoError(t, clusterctlv1.AddToScheme(scheme))
-	c, err := client.New(config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c, kubeconfig
 }

@@ -17,8 +17,6 @@ limitations under the License.
 package docs_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,11 +25,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 )
 
 // checkInit runs a clusterctl init command on a bare control plane of its
@@ -41,7 +38,7 @@ import (
 // installed, but no controller runs, ours included.
 func (d *docEnvironment) checkInit(t *testing.T, command docCommand, text string) {
 	t.Helper()
-	c, kubeconfig := startBareControlPlane(t, d.root)
+	c, kubeconfig := standins.StartBareControlPlane(t)
 	// The last KUBECONFIG wins.
 	env := append(slices.Clone(d.kubectlEnv), "KUBECONFIG="+kubeconfig)
 	runBash(t, command, d.clusterctlDir, env, text)
@@ -88,28 +85,4 @@ func initProviders(command string) []string {
 		}
 	}
 	return names
-}
-
-// startBareControlPlane starts kube-apiserver and etcd with only
-// test/clusterctl's cert-manager stand-in CRDs (clusterctl init then skips
-// cert-manager) and returns a client and a kubeconfig file.
-func startBareControlPlane(t *testing.T, root string) (client.Client, string) {
-	t.Helper()
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "test", "clusterctl", "testdata")},
-		ErrorIfCRDPathMissing: true,
-	}
-	config, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, env.Stop()) })
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
-
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
-	require.NoError(t, clusterctlv1.AddToScheme(scheme))
-	c, err := client.New(config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c, kubeconfig
 }
