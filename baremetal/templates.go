@@ -87,6 +87,12 @@ type Template struct {
 	// UpdateProvisionedHosts re-renders the Secret of provisioned hosts
 	// instead of reporting drift.
 	UpdateProvisionedHosts bool
+
+	// selector is Selector compiled once (or why it cannot be): every host
+	// of a namespace is matched against every template, on each reconcile
+	// and each count of the hosts metric.
+	selector    labels.Selector
+	selectorErr error
 }
 
 // NetworkDataOptions are what the template adds to its network data for
@@ -101,11 +107,20 @@ func (t Template) Selects(hostLabels map[string]string) (bool, error) {
 	if t.Invalid != "" {
 		return false, fmt.Errorf("%s selects no host: %s", t.Ref, t.Invalid)
 	}
-	selector, err := HostSelector(t.Selector)
+	selector, err := t.selector, t.selectorErr
+	if selector == nil && err == nil {
+		selector, err = HostSelector(t.Selector)
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", t.Ref, err)
 	}
 	return selector.Matches(labels.Set(hostLabels)), nil
+}
+
+// withCompiledSelector returns the template with its selector compiled.
+func (t Template) withCompiledSelector() Template {
+	t.selector, t.selectorErr = HostSelector(t.Selector)
+	return t
 }
 
 // Templates reads the templates of a namespace from both sources.
@@ -167,7 +182,7 @@ func FromMachineTemplate(m3mt *capm3.Metal3MachineTemplate) Template {
 	default:
 		template.DataTemplateName = spec.DataTemplate.Name
 	}
-	return template
+	return template.withCompiledSelector()
 }
 
 // FromPreprovisioningTemplate is the view of one of our own templates.
@@ -194,7 +209,7 @@ func FromPreprovisioningTemplate(m3ppt *preprovv1.Metal3PreprovisioningTemplate)
 	case spec.NetworkData == nil:
 		template.DataTemplateError = fmt.Sprintf("%s sets neither spec.networkData nor spec.dataTemplateRef: set exactly one", template.Ref)
 	}
-	return template
+	return template.withCompiledSelector()
 }
 
 // NetworkData returns the network data a template renders. It returns a
