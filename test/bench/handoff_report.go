@@ -53,19 +53,11 @@ func (r report) handoffGoals() section {
 }
 
 func (r report) handoffSummary() section {
-	s := section{
-		title: fmt.Sprintf("Summary over %d run(s)", len(r.runs)),
-		notes: []string{
-			"Per claim: from its host's Metal3Data created (the create call returned) to the claim having that Metal3Data " +
-				"as an owner, seen by a watch in the harness. The simulated CAPM3 provisions as fast as the harness's client " +
-				"lets it, faster than the manager's client limits, so the latencies include the manager's queue.",
-		},
-		table: table{header: []string{"metric", "min", "median", "max"}},
-	}
-	row := func(name, format string, value func(runResult) float64) {
-		v := r.column(value)
-		s.table.add(name, fmt.Sprintf(format, v.min), fmt.Sprintf(format, v.median), fmt.Sprintf(format, v.max))
-	}
+	s := r.newSummary(
+		"Per claim: from its host's Metal3Data created (the create call returned) to the claim having that Metal3Data " +
+			"as an owner, seen by a watch in the harness. The simulated CAPM3 provisions as fast as the harness's client " +
+			"lets it, faster than the manager's client limits, so the latencies include the manager's queue.")
+	row := r.summaryRows(&s)
 	row("set-up by the manager, from the hosts' creation (s)", "%.1f", func(run runResult) float64 { return seconds(run.handoff.setup) })
 	row("simulated CAPM3 provisioning every host (s)", "%.1f", func(run runResult) float64 { return seconds(run.handoff.provisioning) })
 	row("from CAPM3's start to the last claim handed over (s)", "%.1f", func(run runResult) float64 { return seconds(run.handoff.handedOver) })

@@ -132,20 +132,31 @@ func yesNo(ok bool) string {
 	return "NO"
 }
 
-func (r report) summary() section {
-	s := section{
+// newSummary is a "Summary over N run(s)" section with a note on what its
+// metrics measure; summaryRows adds its rows.
+func (r report) newSummary(note string) section {
+	return section{
 		title: fmt.Sprintf("Summary over %d run(s)", len(r.runs)),
-		notes: []string{
-			"Wall time: from the start of the hosts' creation to the last host unpaused with its Secret. " +
-				"Processing: from the manager's (the floor's) start to the last host done. " +
-				"Per host: from the start of its creation to done, seen by a watch in the harness.",
-		},
+		notes: []string{note},
 		table: table{header: []string{"metric", "min", "median", "max"}},
 	}
-	row := func(name, format string, value func(runResult) float64) {
+}
+
+// summaryRows returns the function that adds a metric's min, median and max
+// over the runs to a summary section.
+func (r report) summaryRows(s *section) func(name, format string, value func(runResult) float64) {
+	return func(name, format string, value func(runResult) float64) {
 		v := r.column(value)
 		s.table.add(name, fmt.Sprintf(format, v.min), fmt.Sprintf(format, v.median), fmt.Sprintf(format, v.max))
 	}
+}
+
+func (r report) summary() section {
+	s := r.newSummary(
+		"Wall time: from the start of the hosts' creation to the last host unpaused with its Secret. " +
+			"Processing: from the manager's (the floor's) start to the last host done. " +
+			"Per host: from the start of its creation to done, seen by a watch in the harness.")
+	row := r.summaryRows(&s)
 	row("controller wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.controller.wall) })
 	row("floor wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.floor.wall) })
 	row("ratio controller / floor, wall", "%.2f", wallRatio)

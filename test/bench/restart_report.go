@@ -74,21 +74,13 @@ func (r report) restartGoals() section {
 }
 
 func (r report) restartSummary() section {
-	s := section{
-		title: fmt.Sprintf("Summary over %d run(s)", len(r.runs)),
-		notes: []string{
-			"Caught up: the manager's host controller has reconciled as many times as there are hosts and, like the template " +
-				"controller, has nothing queued and no reconcile in progress (its metrics, polled every 250 ms), and every " +
-				"Metal3PreprovisioningTemplate counts exactly its rack's hosts, all ready, for its generation. " +
-				"A restart counts from the new manager's start, a leader change from the leader's SIGKILL: the standby " +
-				"waits for the Lease to expire first.",
-		},
-		table: table{header: []string{"metric", "min", "median", "max"}},
-	}
-	row := func(name, format string, value func(runResult) float64) {
-		v := r.column(value)
-		s.table.add(name, fmt.Sprintf(format, v.min), fmt.Sprintf(format, v.median), fmt.Sprintf(format, v.max))
-	}
+	s := r.newSummary(
+		"Caught up: the manager's host controller has reconciled as many times as there are hosts and, like the template " +
+			"controller, has nothing queued and no reconcile in progress (its metrics, polled every 250 ms), and every " +
+			"Metal3PreprovisioningTemplate counts exactly its rack's hosts, all ready, for its generation. " +
+			"A restart counts from the new manager's start, a leader change from the leader's SIGKILL: the standby " +
+			"waits for the Lease to expire first.")
+	row := r.summaryRows(&s)
 	row("set-up by the first manager, from the hosts' creation (s)", "%.1f", func(run runResult) float64 { return seconds(run.restart.setup) })
 	for _, c := range []struct {
 		name  string
