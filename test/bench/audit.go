@@ -23,19 +23,26 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
-// auditPolicy records, for the manager and the floor only, one event per
+// auditPolicy records, for the managers and the floor only, one event per
 // request once it completes, with metadata and no bodies: who did what to
-// which resource, the response code and when. Watches are left out; gets
-// and lists are kept to show what the manager reads past its cache.
+// which resource, the response code and when. Gets and lists are kept to
+// show what the manager reads past its cache. Watches are left out, but for
+// the shard scenario's managers, whose informers list by watching
+// (sendInitialEvents): their watches are recorded when they start, so the
+// audit log shows each watch's label selector.
 var auditPolicy = fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
 rules:
 - level: Metadata
-  users: [%q, %q]
+  users: [%[1]q, %[2]q, %[3]q, %[4]q]
   verbs: [create, update, patch, delete, deletecollection, get, list]
+  omitStages: [RequestReceived, ResponseStarted]
+- level: Metadata
+  users: [%[3]q, %[4]q]
+  verbs: [watch]
+  omitStages: [RequestReceived, ResponseComplete]
 - level: None
-`, managerUser, floorUser)
+`, managerUser, floorUser, shardUser(shardNames[0]), shardUser(shardNames[1]))
 
 // apiCall is a kind of request: verb, resource (with its subresource) and
 // whether the API server refused it.

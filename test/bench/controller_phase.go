@@ -124,29 +124,35 @@ func writeRequests(m framework.Metrics) float64 {
 }
 
 // recordManager reads the manager's memory and metrics while it still runs.
-func (b *bench) recordManager(ctx context.Context, manager *managerProcess) error {
+func (b *bench) recordManager(ctx context.Context, manager *managerProcess) (err error) {
+	b.result.memory, b.result.manager, err = readManager(ctx, manager)
+	return err
+}
+
+// readManager reads a running manager's memory and metrics.
+func readManager(ctx context.Context, manager *managerProcess) (managerMemory, managerStats, error) {
 	peakRSS, endRSS, err := manager.memory()
 	if err != nil {
-		return err
+		return managerMemory{}, managerStats{}, err
 	}
 	final, err := manager.Metrics(ctx)
 	if err != nil {
-		return err
+		return managerMemory{}, managerStats{}, err
 	}
 	peak := manager.runtimePeak()
-	b.result.memory = managerMemory{
+	memory := managerMemory{
 		peakRSS: peakRSS, endRSS: endRSS,
 		peakHeapAlloc: peak.heapAlloc, peakHeapInuse: peak.heapInuse, peakGoroutines: peak.goroutines,
 		endHeapAlloc: final.Sum("go_memstats_heap_alloc_bytes"), endHeapInuse: final.Sum("go_memstats_heap_inuse_bytes"),
 	}
-	b.result.manager = managerStats{
+	stats := managerStats{
 		cpuSeconds:       final.Sum("process_cpu_seconds_total"),
 		reconciles:       final.SumBy("controller_runtime_reconcile_total", "controller"),
 		reconcileErrors:  final.SumBy("controller_runtime_reconcile_errors_total", "controller"),
 		reconcileSeconds: final.SumBy("controller_runtime_reconcile_time_seconds_sum", "controller"),
 		requests:         final.SumBy("rest_client_requests_total", "method", "code"),
 	}
-	return nil
+	return memory, stats, nil
 }
 
 // recordManagerCalls counts the manager's requests from the audit log.

@@ -19,6 +19,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
@@ -35,7 +38,8 @@ import (
 
 // The fleet: hosts spread over racks, one opted-in Metal3MachineTemplate and
 // Metal3DataTemplate (or one Metal3PreprovisioningTemplate) per rack, and the two pools of fixtures every host takes
-// an address from.
+// an address from. A sharded fleet is one such fleet per shard in the same
+// namespace: the shard's hosts, its own two pools and its own templates.
 const (
 	racks = 4
 	// creators is how many hosts the harness registers at once.
@@ -43,6 +47,10 @@ const (
 )
 
 var pools = []string{fixtures.ProvisioningPool, fixtures.StoragePool}
+
+// shardNames are the shards of a sharded fleet, the values of its objects'
+// watch-filter label: the first half of the hosts is the first shard's.
+var shardNames = []string{"shard-a", "shard-b"}
 
 // fleet is the objects of one namespace.
 type fleet struct {
@@ -52,38 +60,141 @@ type fleet struct {
 	// preprovisioning selects the racks with Metal3PreprovisioningTemplates,
 	// whose status counts the hosts, instead of Metal3MachineTemplates.
 	preprovisioning bool
+	// sharded splits the fleet between shardNames: every host, pool and
+	// template carries the cluster.x-k8s.io/watch-filter label of its shard.
+	sharded bool
 }
 
 func hostName(i int) string { return fmt.Sprintf("host-%05d", i) }
+
+// hostIndex is the index of the host an object name starts with (a host,
+// its claims, its Secret, its events), if it names one.
+func hostIndex(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "host-")
+	if !ok || len(digits) < 5 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(digits[:5])
+	return i, err == nil
+}
+
+// shards are the fleet's shards: "" alone when it is not sharded.
+func (f fleet) shards() []string {
+	if !f.sharded {
+		return []string{""}
+	}
+	return shardNames
+}
+
+// shardOf is host i's shard.
+func (f fleet) shardOf(i int) string {
+	if !f.sharded {
+		return ""
+	}
+	return shardNames[i*len(shardNames)/f.hosts]
+}
+
+// shardHosts are the indexes of the shard's hosts.
+func (f fleet) shardHosts(shard string) []int {
+	var indexes []int
+	for i := range f.hosts {
+		if f.shardOf(i) == shard {
+			indexes = append(indexes, i)
+		}
+	}
+	return indexes
+}
+
+// shardOfObject is the shard an object of the fleet belongs to, from its
+// name: a host, and what is named after one (its claims, Secret and events),
+// by the host's index; pools, templates, IPAddresses and Leases by the shard
+// in their name. It is "" for an object of no shard.
+func (f fleet) shardOfObject(resource, name string) string {
+	if resource == "events" {
+		// An event is named after its object: <object>.<timestamp>.
+		name, _, _ = strings.Cut(name, ".")
+	}
+	if i, ok := hostIndex(name); ok && i < f.hosts {
+		return f.shardOf(i)
+	}
+	for _, shard := range shardNames {
+		if strings.Contains(name, shard) {
+			return shard
+		}
+	}
+	return ""
+}
+
+// poolsOf are a shard's two pools, named after it.
+func poolsOf(shard string) []string {
+	if shard == "" {
+		return pools
+	}
+	return []string{fixtures.ProvisioningPool + "-" + shard, fixtures.StoragePool + "-" + shard}
+}
+
+// templateName is the name of a shard's templates of rack r.
+func templateName(shard string, r int) string {
+	name := "rack-" + rackOf(r)
+	if shard != "" {
+		name = shard + "-" + name
+	}
+	return name
+}
+
+// labelShard puts the object into a shard: the watch-filter label.
+func labelShard(obj client.Object, shard string) {
+	if shard == "" {
+		return
+	}
+	objLabels := obj.GetLabels()
+	if objLabels == nil {
+		objLabels = map[string]string{}
+	}
+	objLabels[clusterv1.WatchLabel] = shard
+	obj.SetLabels(objLabels)
+}
 
 func rackOf(i int) string { return fmt.Sprintf("r%d", i%racks) }
 
 // bootMAC is host i's boot MAC, unique within a namespace.
 func (f fleet) bootMAC(i int) string { return fixtures.MAC(f.namespace, 1, i) }
 
-// createTemplates creates the namespace, the two /16 pools, and per rack a
-// Metal3DataTemplate and an opted-in Metal3MachineTemplate, or a
-// Metal3PreprovisioningTemplate with the same selector and network data.
+// createTemplates creates the namespace and, for each shard, two /16 pools
+// and per rack a Metal3DataTemplate and an opted-in Metal3MachineTemplate, or
+// a Metal3PreprovisioningTemplate with the same selector and network data.
+// A shard's templates select only its hosts.
 func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
-	objects := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}},
-		pool(f.namespace, fixtures.ProvisioningPool, "10.10"),
-		pool(f.namespace, fixtures.StoragePool, "10.20"),
-	}
-	for r := range racks {
-		rack := rackOf(r)
-		selector := map[string]string{"rack": rack, "role": "worker"}
-		bySite := []capm3.HostSelectorRequirement{{Key: "site", Operator: "in", Values: []string{"fra1", "fra2"}}}
-		if f.preprovisioning {
-			template := fixtures.PreprovisioningTemplate(f.namespace, "rack-"+rack, selector, networkData(r))
-			template.Spec.HostSelector.MatchExpressions = bySite
-			objects = append(objects, template)
-			continue
+	objects := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}}}
+	for s, shard := range f.shards() {
+		shardPools := poolsOf(shard)
+		// Each shard's pools have address ranges of their own: 10.10 and 10.20, 10.11 and 10.21.
+		shardObjects := []client.Object{
+			pool(f.namespace, shardPools[0], fmt.Sprintf("10.%d", 10+s)),
+			pool(f.namespace, shardPools[1], fmt.Sprintf("10.%d", 20+s)),
 		}
-		dataTemplate := fixtures.DataTemplate(f.namespace, "rack-"+rack, networkData(r))
-		machineTemplate := fixtures.MachineTemplate(f.namespace, "rack-"+rack, dataTemplate.Name, selector)
-		machineTemplate.Spec.Template.Spec.HostSelector.MatchExpressions = bySite
-		objects = append(objects, dataTemplate, machineTemplate)
+		for r := range racks {
+			name := templateName(shard, r)
+			selector := map[string]string{"rack": rackOf(r), "role": "worker"}
+			if shard != "" {
+				selector[clusterv1.WatchLabel] = shard
+			}
+			bySite := []capm3.HostSelectorRequirement{{Key: "site", Operator: "in", Values: []string{"fra1", "fra2"}}}
+			if f.preprovisioning {
+				template := fixtures.PreprovisioningTemplate(f.namespace, name, selector, networkData(shard, r))
+				template.Spec.HostSelector.MatchExpressions = bySite
+				shardObjects = append(shardObjects, template)
+				continue
+			}
+			dataTemplate := fixtures.DataTemplate(f.namespace, name, networkData(shard, r))
+			machineTemplate := fixtures.MachineTemplate(f.namespace, name, dataTemplate.Name, selector)
+			machineTemplate.Spec.Template.Spec.HostSelector.MatchExpressions = bySite
+			shardObjects = append(shardObjects, dataTemplate, machineTemplate)
+		}
+		for _, obj := range shardObjects {
+			labelShard(obj, shard)
+		}
+		objects = append(objects, shardObjects...)
 	}
 	for _, obj := range objects {
 		if err := c.Create(ctx, obj); err != nil {
@@ -104,11 +215,13 @@ func pool(namespace, name, prefix16 string) *ipamv1.IPPool {
 // on that NIC: before inspection only one link may take spec.bootMACAddress.
 const bootMACAnnotation = "network.example.com/boot-mac"
 
-// networkData is the rack's network: the boot NIC (eno1 once inspected)
-// with an address from the provisioning pool, a default route and DNS from
-// it, and a storage VLAN on the same NIC with an address from the storage pool.
-func networkData(rack int) *capm3.NetworkData {
-	nd := fixtures.PoolNetworkData(fixtures.ProvisioningPool)
+// networkData is the rack's network in a shard: the boot NIC (eno1 once
+// inspected) with an address from the shard's provisioning pool, a default
+// route and DNS from it, and a storage VLAN on the same NIC with an address
+// from its storage pool.
+func networkData(shard string, rack int) *capm3.NetworkData {
+	shardPools := poolsOf(shard)
+	nd := fixtures.PoolNetworkData(shardPools[0])
 	nd.Links.Ethernets[0].MTU = 9000
 	nd.Links.Ethernets[0].MACAddress = &capm3.NetworkLinkEthernetMac{FromHostInterface: "eno1"}
 	nd.Links.Vlans = []capm3.NetworkDataLinkVlan{{
@@ -118,13 +231,16 @@ func networkData(rack int) *capm3.NetworkData {
 		}},
 	}}
 	nd.Networks.IPv4 = append(nd.Networks.IPv4, capm3.NetworkDataIPv4{
-		ID: "storage", Link: "storage", IPAddressFromIPPool: fixtures.StoragePool,
+		ID: "storage", Link: "storage", IPAddressFromIPPool: shardPools[1],
 	})
 	return nd
 }
 
 // networkDataOf is the network data of the template that selects host i.
-func networkDataOf(i int) *capm3.NetworkData { return networkData(i % racks) }
+func (f fleet) networkDataOf(i int) *capm3.NetworkData { return networkData(f.shardOf(i), i%racks) }
+
+// templateOf names the Metal3MachineTemplate that selects host i.
+func (f fleet) templateOf(i int) string { return templateName(f.shardOf(i), i%racks) }
 
 // host is host i as a user registers it: paused for preprovisioning, with
 // labels, a BMC and a boot MAC address.
@@ -136,6 +252,7 @@ func (f fleet) host(i int) *bmov1alpha1.BareMetalHost {
 	})
 	host.Annotations[bootMACAnnotation] = f.bootMAC(i)
 	host.Spec.BootMode = bmov1alpha1.UEFI
+	labelShard(host, f.shardOf(i))
 	return host
 }
 

@@ -26,8 +26,10 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,9 +47,12 @@ import (
 // creates the host's Secret and does the one patch on it; that last step
 // goes before any new host's claims. No worker waits for IPAM. It uses
 // controller-runtime's client with the manager's QPS and burst, and as many
-// workers as the manager has.
+// workers as the manager has. In a sharded fleet a floor does one shard's
+// hosts and watches only that shard's objects, as its manager would.
 type floor struct {
 	client client.Client
+	fleet  fleet
+	shard  string
 	hosts  []*bmov1alpha1.BareMetalHost
 	// addressed receives each host once it has an address from every pool.
 	addressed chan int
@@ -61,34 +66,37 @@ type floor struct {
 	signalled    map[int]bool
 }
 
-func newFloor(config *rest.Config, hosts []*bmov1alpha1.BareMetalHost) (*floor, error) {
+// newFloor is the floor of one shard of the fleet whose hosts are given,
+// with a client of its own.
+func newFloor(config *rest.Config, fleet fleet, hosts []*bmov1alpha1.BareMetalHost, shard string) (*floor, error) {
 	c, err := client.New(config, client.Options{Scheme: framework.Scheme()})
 	if err != nil {
 		return nil, err
 	}
 	f := &floor{
-		client: c, hosts: hosts, addressed: make(chan int, len(hosts)),
+		client: c, fleet: fleet, shard: shard, hosts: hosts, addressed: make(chan int, len(hosts)),
 		claimOwner: map[string]int{}, claimAddress: map[string]string{},
 		addresses: map[string]networkdata.Address{}, signalled: map[int]bool{},
 	}
-	for i, host := range hosts {
-		for _, pool := range pools {
-			f.claimOwner[ipam.ClaimName(host.Name, pool)] = i
+	for _, i := range fleet.shardHosts(shard) {
+		for _, pool := range poolsOf(shard) {
+			f.claimOwner[ipam.ClaimName(hosts[i].Name, pool)] = i
 		}
 	}
 	return f, nil
 }
 
-// run works through every host with the given number of workers until ctx
-// ends or a worker fails.
+// run works through every host of its shard with the given number of
+// workers until ctx ends or a worker fails.
 func (f *floor) run(ctx context.Context, config *rest.Config, namespace string, workers int) error {
 	if err := f.watch(ctx, config, namespace); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	unclaimed := make(chan int, len(f.hosts))
-	for i := range f.hosts {
+	indexes := f.fleet.shardHosts(f.shard)
+	unclaimed := make(chan int, len(indexes))
+	for _, i := range indexes {
 		unclaimed <- i
 	}
 	close(unclaimed)
@@ -139,10 +147,14 @@ func (f *floor) work(ctx context.Context, unclaimed <-chan int) error {
 }
 
 func (f *floor) watch(ctx context.Context, config *rest.Config, namespace string) error {
-	informers, err := cache.New(config, cache.Options{
+	options := cache.Options{
 		Scheme:            framework.Scheme(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
-	})
+	}
+	if f.shard != "" {
+		options.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{clusterv1.WatchLabel: f.shard})
+	}
+	informers, err := cache.New(config, options)
 	if err != nil {
 		return err
 	}
@@ -207,7 +219,7 @@ func (f *floor) signalIfAddressed(host int) {
 // missing. The caller holds f.mu.
 func (f *floor) addressesOf(host int) map[string]networkdata.Address {
 	addresses := make(map[string]networkdata.Address, len(pools))
-	for _, pool := range pools {
+	for _, pool := range poolsOf(f.shard) {
 		address, ok := f.addresses[f.claimAddress[ipam.ClaimName(f.hosts[host].Name, pool)]]
 		if !ok {
 			return nil
@@ -220,7 +232,7 @@ func (f *floor) addressesOf(host int) map[string]networkdata.Address {
 // claim creates host i's claims.
 func (f *floor) claim(ctx context.Context, i int) error {
 	host := f.hosts[i]
-	for _, pool := range pools {
+	for _, pool := range poolsOf(f.shard) {
 		if err := f.client.Create(ctx, floorClaim(host, pool)); err != nil {
 			return fmt.Errorf("creating the IPClaim of %s on %s: %w", host.Name, pool, err)
 		}
@@ -234,7 +246,7 @@ func (f *floor) finish(ctx context.Context, i int) error {
 	f.mu.Lock()
 	addresses := f.addressesOf(i)
 	f.mu.Unlock()
-	rendered, err := networkdata.Render(networkDataOf(i), hostFacts(host), addresses)
+	rendered, err := networkdata.Render(f.fleet.networkDataOf(i), hostFacts(host), addresses)
 	if err != nil {
 		return fmt.Errorf("rendering the network data of %s: %w", host.Name, err)
 	}
@@ -244,7 +256,7 @@ func (f *floor) finish(ctx context.Context, i int) error {
 	original := host.DeepCopy()
 	host.Spec.PreprovisioningNetworkDataName = host.Name + preprovv1.NetworkDataSecretSuffix
 	host.Labels[preprovv1.ManagedLabel] = preprovv1.ManagedLabelValue
-	host.Annotations[preprovv1.TemplateAnnotation] = "Metal3MachineTemplate/rack-" + rackOf(i)
+	host.Annotations[preprovv1.TemplateAnnotation] = "Metal3MachineTemplate/" + f.fleet.templateOf(i)
 	delete(host.Annotations, preprovv1.PausedAnnotation)
 	if err := f.client.Patch(ctx, host, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching %s: %w", host.Name, err)
@@ -253,13 +265,13 @@ func (f *floor) finish(ctx context.Context, i int) error {
 }
 
 // floorClaim is the claim the controller makes: named <host>-<pool>, owned
-// by the host, with our label and the pool's generation.
+// by the host, with our label (and its host's shard's) and the pool's generation.
 func floorClaim(host *bmov1alpha1.BareMetalHost, pool string) *ipamv1.IPClaim {
 	return &ipamv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ipam.ClaimName(host.Name, pool),
 			Namespace:       host.Namespace,
-			Labels:          map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			Labels:          shardLabels(host, map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}),
 			Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.Itoa(1)},
 			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
@@ -273,15 +285,24 @@ func floorSecret(host *bmov1alpha1.BareMetalHost, rendered []byte) *corev1.Secre
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      host.Name + preprovv1.NetworkDataSecretSuffix,
 			Namespace: host.Namespace,
-			Labels: map[string]string{
+			Labels: shardLabels(host, map[string]string{
 				preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
 				preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
-			},
+			}),
 			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
 	}
+}
+
+// shardLabels adds the host's watch-filter label, if it has one, to labels,
+// as the controller does on what it makes for the host.
+func shardLabels(host *bmov1alpha1.BareMetalHost, objLabels map[string]string) map[string]string {
+	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
+		objLabels[clusterv1.WatchLabel] = shard
+	}
+	return objLabels
 }
 
 func hostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {

@@ -26,7 +26,8 @@ import (
 )
 
 // floorPhase registers the same fleet in its own namespace and does its
-// object writes with the floor, the manager stopped.
+// object writes with the floor, the manager stopped: a floor per shard, in
+// parallel, each with a client of its own as each shard has a manager.
 func (b *bench) floorPhase(ctx context.Context) error {
 	// The fleet's hosts are watched until this phase ends.
 	phaseCtx, endPhase := context.WithCancel(ctx)
@@ -37,21 +38,26 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	}
 
 	floorStart := time.Now()
-	worker, err := newFloor(b.cp.floorConfig, registered.hosts)
-	if err != nil {
-		return err
+	shards := registered.fleet.shards()
+	workers := make([]*floor, len(shards))
+	for i, shard := range shards {
+		if workers[i], err = newFloor(b.cp.floorConfig, registered.fleet, registered.hosts, shard); err != nil {
+			return err
+		}
 	}
 	pids := b.cp.pids()
 	pids["harness"] = os.Getpid()
 	cpu := startCPUMeter(pids)
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
-	failed := make(chan error, 1)
-	go func() {
-		if runErr := worker.run(workCtx, b.cp.floorConfig, floorNamespace, b.cfg.limits.concurrency); runErr != nil {
-			failed <- runErr
-		}
-	}()
+	failed := make(chan error, len(workers))
+	for _, worker := range workers {
+		go func() {
+			if runErr := worker.run(workCtx, b.cp.floorConfig, floorNamespace, b.cfg.limits.concurrency); runErr != nil {
+				failed <- runErr
+			}
+		}()
+	}
 	workFailed := func() error {
 		select {
 		case failure := <-failed:

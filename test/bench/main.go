@@ -47,6 +47,7 @@ const (
 	scenarioHardware = "hardware"
 	scenarioRestart  = "restart"
 	scenarioHandoff  = "handoff"
+	scenarioShard    = "shard"
 )
 
 type config struct {
@@ -80,7 +81,8 @@ func main() {
 	flag.StringVar(&cfg.scenario, "scenario", scenarioPlain,
 		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware; "+
 			"restart: a fresh manager, then a leader change, on a set-up fleet; "+
-			"handoff: a simulated CAPM3 provisions every set-up host.")
+			"handoff: a simulated CAPM3 provisions every set-up host; "+
+			"shard: the hosts split between two managers with --watch-filter, each with its own Lease and identity, against two floors.")
 	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
 	deployment := flag.String("deployment", "config/manager/manager.yaml",
 		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
@@ -116,9 +118,11 @@ func validate(cfg config) error {
 		return fmt.Errorf("-hosts must be between 1 and 60000 (the pools are /16), not %d", cfg.hosts)
 	case cfg.runs < 1:
 		return errors.New("-runs must be at least 1")
-	case !slices.Contains([]string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff}, cfg.scenario):
-		return fmt.Errorf("-scenario must be %s, %s, %s or %s, not %q",
-			scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, cfg.scenario)
+	case !slices.Contains([]string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard}, cfg.scenario):
+		return fmt.Errorf("-scenario must be %s, %s, %s, %s or %s, not %q",
+			scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard, cfg.scenario)
+	case cfg.scenario == scenarioShard && cfg.hosts < len(shardNames):
+		return fmt.Errorf("-scenario %s needs at least %d hosts, one per shard", scenarioShard, len(shardNames))
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
 		return errors.New("-qps, -burst and -concurrency must be positive")
 	}

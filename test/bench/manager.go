@@ -85,7 +85,7 @@ const noBMO = 24 * time.Hour
 // startManager starts the manager binary as name (its log is name.log in
 // dir) with the client limits and the extra flags.
 func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimits, env []string, extraArgs ...string) (*managerProcess, error) {
-	kubeConfigPath := filepath.Join(dir, "manager.kubeconfig")
+	kubeConfigPath := filepath.Join(dir, name+".kubeconfig")
 	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
 		return nil, err
 	}

@@ -46,6 +46,8 @@ func (r report) sections() []section {
 		return r.restartSections()
 	case scenarioHandoff:
 		return r.handoffSections()
+	case scenarioShard:
+		return r.shardSections()
 	}
 	return []section{
 		r.machine.section(), r.goals(), r.summary(), r.perRun(),

@@ -41,6 +41,8 @@ type runResult struct {
 	// restart and handoff are those scenarios', which have no floor.
 	restart restartResult
 	handoff handoffResult
+	// shards are the shard scenario's managers, by shard.
+	shards map[string]shardManager
 }
 
 // phaseResult is the controller's or the floor's half of a run.
@@ -56,6 +58,9 @@ type phaseResult struct {
 	latencies []time.Duration
 	// cpu is the CPU seconds each process used while processing.
 	cpu map[string]float64
+	// shardWall is, per shard ("" in a fleet without shards), from the start
+	// of the hosts' creation to its last host done.
+	shardWall map[string]time.Duration
 }
 
 type managerMemory struct {

@@ -84,6 +84,10 @@ func (b *bench) run(ctx context.Context) (err error) {
 		err = b.restartPhase(ctx)
 	case scenarioHandoff:
 		err = b.handoffPhase(ctx)
+	case scenarioShard:
+		if err = b.shardPhase(ctx); err == nil {
+			err = b.floorPhase(ctx)
+		}
 	default:
 		if err = b.controllerPhase(ctx); err == nil {
 			err = b.floorPhase(ctx)
@@ -154,6 +158,7 @@ func progressf(format string, args ...any) {
 
 // registeredFleet is a fleet whose hosts are created and watched.
 type registeredFleet struct {
+	fleet   fleet
 	tracker *tracker
 	hosts   []*bmov1alpha1.BareMetalHost
 	// start is when the first host's creation started, started when each
@@ -169,6 +174,7 @@ func (b *bench) registerFleet(ctx context.Context, namespace, purpose string, ph
 	f := fleet{
 		namespace: namespace, hosts: b.cfg.hosts,
 		hardware: b.cfg.scenario == scenarioHardware, preprovisioning: b.cfg.scenario == scenarioRestart,
+		sharded: b.cfg.scenario == scenarioShard,
 	}
 	if err := f.createTemplates(ctx, b.cp.Client); err != nil {
 		return registeredFleet{}, err
@@ -184,7 +190,7 @@ func (b *bench) registerFleet(ctx context.Context, namespace, purpose string, ph
 		return registeredFleet{}, err
 	}
 	phase.creating = time.Since(start)
-	return registeredFleet{tracker: hostTracker, hosts: hosts, start: start, started: started}, nil
+	return registeredFleet{fleet: f, tracker: hostTracker, hosts: hosts, start: start, started: started}, nil
 }
 
 // done records a phase whose last host was done at lastDone, its processing
@@ -193,5 +199,11 @@ func (r registeredFleet) done(phase *phaseResult, processingFrom, lastDone time.
 	phase.cpu = cpu.used()
 	phase.processing = lastDone.Sub(processingFrom)
 	phase.wall = lastDone.Sub(r.start)
-	phase.latencies = latencies(r.started, r.tracker.doneAt())
+	doneAt := r.tracker.doneAt()
+	phase.latencies = latencies(r.started, doneAt)
+	phase.shardWall = map[string]time.Duration{}
+	for i := range r.hosts {
+		shard := r.fleet.shardOf(i)
+		phase.shardWall[shard] = max(phase.shardWall[shard], doneAt[hostName(i)].Sub(r.start))
+	}
 }
