@@ -33,18 +33,14 @@ import (
 // namespace or, with "", of all; with a watch filter, only objects labelled
 // cluster.x-k8s.io/watch-filter with its value (--watch-filter).
 func CacheOptions(namespace, watchFilter string) cache.Options {
+	// Only our own Secrets: never BMC credentials or anything else. Set
+	// once: ByObject is keyed by pointer, so a second &corev1.Secret{} would
+	// be a second entry, and which one the cache used would depend on map order.
 	ourSecrets := labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
 	options := cache.Options{
 		// We never read managed fields; they are often the largest part of
 		// an object.
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			// Only our own Secrets: never BMC credentials or anything else.
-			&corev1.Secret{}:               {Label: labels.SelectorFromSet(ourSecrets)},
-			&bmov1alpha1.BareMetalHost{}:   {Transform: slim.Host},
-			&ipamv1.IPPool{}:               {Transform: slim.Pool},
-			&clusterv1.MachineDeployment{}: {Transform: slim.MachineDeployment},
-		},
 	}
 	if namespace != "" {
 		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
@@ -53,7 +49,13 @@ func CacheOptions(namespace, watchFilter string) cache.Options {
 		filter := labels.Set{clusterv1.WatchLabel: watchFilter}
 		options.DefaultLabelSelector = labels.SelectorFromSet(filter)
 		// A selector of its own replaces the default one: both labels.
-		options.ByObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Merge(ourSecrets, filter))}
+		ourSecrets = labels.Merge(ourSecrets, filter)
+	}
+	options.ByObject = map[client.Object]cache.ByObject{
+		&corev1.Secret{}:               {Label: labels.SelectorFromSet(ourSecrets)},
+		&bmov1alpha1.BareMetalHost{}:   {Transform: slim.Host},
+		&ipamv1.IPPool{}:               {Transform: slim.Pool},
+		&clusterv1.MachineDeployment{}: {Transform: slim.MachineDeployment},
 	}
 	return options
 }
