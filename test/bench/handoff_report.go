@@ -73,14 +73,7 @@ func (r report) handoffSummary() section {
 }
 
 func (r report) handoffHowToRepeat() section {
-	loads := make([]string, 0, len(r.runs))
-	for _, run := range r.runs {
-		loads = append(loads, run.loadAverage)
-	}
-	return section{title: "How to repeat", notes: []string{
-		"`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
-			"kube-apiserver and etcd (`make kube-binaries`).",
-		"",
+	return r.howToRepeatRuns(
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s), runs the IPAM stand-in in the harness, creates "+
 			"the plain scenario's fleet in %q (%d opted-in Metal3MachineTemplates with their Metal3DataTemplates, %d paused hosts) "+
 			"and lets `%s` (`--kube-api-qps=%g --kube-api-burst=%d --host-concurrency=%d`, `%s`) set it up until it has written "+
@@ -90,9 +83,5 @@ func (r report) handoffHowToRepeat() section {
 			"Requests are counted from the API server's audit log for the manager's identity.",
 			r.machine.kubeAPIVersion, controllerNamespace, racks, r.cfg.hosts, r.cfg.manager,
 			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), r.cfg.quiet,
-			creators, settle, r.cfg.steady),
-		"",
-		"The machine is shared with other engineers' builds and tests; the 1, 5 and 15 minute load averages when " +
-			"each run started were: " + strings.Join(loads, "; ") + ".",
-	}}
+			creators, settle, r.cfg.steady))
 }

@@ -136,8 +136,7 @@ func (r report) cpu() section {
 
 func (r report) howToRepeat() section {
 	return section{title: "How to repeat", notes: []string{
-		"`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
-			"kube-apiserver and etcd (`make kube-binaries`).",
+		r.repeatCommand(),
 		"",
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s and etcd from `bin/k8s`, every CRD installed), "+
 			"runs the IPAM stand-in in the harness, creates the namespace %q with two /16 IPPools, %d opted-in "+
@@ -161,14 +160,7 @@ func scenarioWords(scenario string) string {
 }
 
 func (r report) howNoisy() section {
-	loads := make([]string, 0, len(r.runs))
-	for _, run := range r.runs {
-		loads = append(loads, run.loadAverage)
-	}
-	notes := []string{
-		"The machine is shared with other engineers' builds and tests; the 1, 5 and 15 minute load averages when " +
-			"each run started were: " + strings.Join(loads, "; ") + ".",
-	}
+	notes := []string{r.loadNote()}
 	if len(r.runs) > 1 {
 		notes = append(notes, fmt.Sprintf(" Spread (max - min) / median over the runs: controller wall time %.0f%%, "+
 			"floor wall time %.0f%%, ratio %.0f%%, peak RSS %.0f%%.",
@@ -178,4 +170,25 @@ func (r report) howNoisy() section {
 			100*r.column(func(run runResult) float64 { return run.memory.peakRSS }).relative()))
 	}
 	return section{title: "How noisy", notes: notes}
+}
+
+// howToRepeatRuns is the "How to repeat" section of a scenario: the command,
+// what each run does, and how loaded the machine was.
+func (r report) howToRepeatRuns(eachRun string) section {
+	return section{title: "How to repeat", notes: []string{r.repeatCommand(), "", eachRun, "", r.loadNote()}}
+}
+
+func (r report) repeatCommand() string {
+	return "`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
+		"kube-apiserver and etcd (`make kube-binaries`)."
+}
+
+// loadNote says how loaded the shared machine was when each run started.
+func (r report) loadNote() string {
+	loads := make([]string, 0, len(r.runs))
+	for _, run := range r.runs {
+		loads = append(loads, run.loadAverage)
+	}
+	return "The machine is shared with other engineers' builds and tests; the 1, 5 and 15 minute load averages when " +
+		"each run started were: " + strings.Join(loads, "; ") + "."
 }

@@ -127,14 +127,7 @@ func (r report) callCounts(title string, calls func(runResult) map[apiCall]int) 
 }
 
 func (r report) restartHowToRepeat() section {
-	loads := make([]string, 0, len(r.runs))
-	for _, run := range r.runs {
-		loads = append(loads, run.loadAverage)
-	}
-	return section{title: "How to repeat", notes: []string{
-		"`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
-			"kube-apiserver and etcd (`make kube-binaries`).",
-		"",
+	return r.howToRepeatRuns(
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s), runs the IPAM stand-in in the harness, creates "+
 			"the namespace %q with two /16 IPPools, %d Metal3PreprovisioningTemplates (the plain scenario's selectors and network data) "+
 			"and %d paused hosts, and lets `%s` (`--kube-api-qps=%g --kube-api-burst=%d --host-concurrency=%d`, `%s`) set them up "+
@@ -143,9 +136,5 @@ func (r report) restartHowToRepeat() section {
 			"`--leader-elect`, waits until it has caught up, starts a second one with the same Lease, waits %s, and kills the first "+
 			"(SIGKILL). Requests are counted from the API server's audit log for the manager's identity.",
 			r.machine.kubeAPIVersion, controllerNamespace, racks, r.cfg.hosts, r.cfg.manager,
-			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), r.cfg.quiet, settle),
-		"",
-		"The machine is shared with other engineers' builds and tests; the 1, 5 and 15 minute load averages when " +
-			"each run started were: " + strings.Join(loads, "; ") + ".",
-	}}
+			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), r.cfg.quiet, settle))
 }

@@ -190,14 +190,7 @@ func (r report) outsideShards() section {
 }
 
 func (r report) shardHowToRepeat() section {
-	loads := make([]string, 0, len(r.runs))
-	for _, run := range r.runs {
-		loads = append(loads, run.loadAverage)
-	}
-	return section{title: "How to repeat", notes: []string{
-		"`go build -o " + r.cfg.manager + " . && " + r.command + "` from the repository's top folder; `bin/k8s` must hold " +
-			"kube-apiserver and etcd (`make kube-binaries`).",
-		"",
+	return r.howToRepeatRuns(
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s), runs the IPAM stand-in in the harness and creates "+
 			"the plain scenario's fleet of %d hosts in the namespace %q split in two: the first half is %s's, the second %s's. "+
 			"Every host, pool and template carries `%s: <shard>`; each shard has two /16 IPPools of its own (10.10 and 10.20, "+
@@ -210,9 +203,5 @@ func (r report) shardHowToRepeat() section {
 			"as many workers, watching only its shard. Requests are counted from the API server's audit log, per identity.",
 			r.machine.kubeAPIVersion, r.cfg.hosts, controllerNamespace, shardNames[0], shardNames[1], clusterv1.WatchLabel,
 			racks, r.cfg.manager, controllerNamespace,
-			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), settle, r.cfg.steady, floorNamespace),
-		"",
-		"The machine is shared with other engineers' builds and tests; the 1, 5 and 15 minute load averages when " +
-			"each run started were: " + strings.Join(loads, "; ") + ".",
-	}}
+			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), settle, r.cfg.steady, floorNamespace))
 }
