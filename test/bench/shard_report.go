@@ -47,6 +47,18 @@ func (r report) worstShard(value func(shardManager) float64, statistic func(spre
 	return worst
 }
 
+// worstRunTotal is the largest, over the runs, of a count summed over both
+// shards' managers.
+func (r report) worstRunTotal(count func(shardManager) int) float64 {
+	return r.column(func(run runResult) float64 {
+		total := 0
+		for _, m := range run.shards {
+			total += count(m)
+		}
+		return float64(total)
+	}).max
+}
+
 func median(s spread) float64  { return s.median }
 func maximum(s spread) float64 { return s.max }
 
@@ -83,22 +95,10 @@ func (r report) shardGoals() section {
 	} else {
 		s.table.add(rssGoal, fmt.Sprintf("%.0f MiB at %d hosts", rss, r.cfg.hosts), "not measured here")
 	}
-	wrong := r.column(func(run runResult) float64 {
-		total := 0
-		for _, m := range run.shards {
-			total += sumCalls(m.wrongShard, everyCall)
-		}
-		return float64(total)
-	}).max
+	wrong := r.worstRunTotal(func(m shardManager) int { return sumCalls(m.wrongShard, everyCall) })
 	s.table.add("no request of a manager names an object of the other shard (worst run, both managers)",
 		fmt.Sprintf("%.0f", wrong), yesNo(wrong == 0))
-	unscoped := r.column(func(run runResult) float64 {
-		total := 0
-		for _, m := range run.shards {
-			total += sumCalls(m.unscopedLists, everyCall)
-		}
-		return float64(total)
-	}).max
+	unscoped := r.worstRunTotal(func(m shardManager) int { return sumCalls(m.unscopedLists, everyCall) })
 	s.table.add("every list and watch of a manager selects its own shard's watch-filter label (those without it, worst run)",
 		fmt.Sprintf("%.0f", unscoped), yesNo(unscoped == 0))
 	secrets := r.worstShard(func(m shardManager) float64 { return float64(m.hosts - m.ownSecrets) }, maximum)
