@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -92,14 +91,10 @@ const takenSecretRetry = 10 * time.Second
 // cache sees it, and ours and the host's shard (--watch-filter), so our
 // cache does.
 func secretLabels(host *bmov1alpha1.BareMetalHost) map[string]string {
-	secretLabels := map[string]string{
+	return ownership.WithHostShard(host, map[string]string{
 		preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
 		preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
-	}
-	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
-		secretLabels[clusterv1.WatchLabel] = shard
-	}
-	return secretLabels
+	})
 }
 
 // writeSecret creates the Secret, or patches it when its data or our labels

@@ -31,7 +31,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -200,12 +199,9 @@ func (c *Claims) failedClaim(ctx context.Context, claim *ipamv1.IPClaim, pool *i
 func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string, poolAddresses int) *ipamv1.IPClaim {
 	// Deliberately not CAPM3's data-name/pool-name labels: CAPM3 deletes
 	// claims carrying them when it deprovisions.
-	claimLabels := map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
-	// The host's shard (--watch-filter), so that its manager's cache sees
-	// the claim, and IPAM's IPAddress, which copies the claim's labels.
-	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
-		claimLabels[clusterv1.WatchLabel] = shard
-	}
+	// The host's shard (--watch-filter) too, so that its manager's cache
+	// sees the claim, and IPAM's IPAddress, which copies the claim's labels.
+	claimLabels := ownership.WithHostShard(host, map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})
 	return &ipamv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,

@@ -28,6 +28,7 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/annotations"
 
@@ -132,6 +133,16 @@ func UsedByCAPM3(obj metav1.Object) bool {
 // created, a host we set up.
 func Ours(obj metav1.Object) bool {
 	return obj.GetLabels()[preprovv1.ManagedLabel] == preprovv1.ManagedLabelValue
+}
+
+// WithHostShard adds the host's shard, its cluster.x-k8s.io/watch-filter
+// label (--watch-filter), to the labels of an object we make for the host,
+// so the manager of that shard caches it, and returns them.
+func WithHostShard(host *bmov1alpha1.BareMetalHost, objLabels map[string]string) map[string]string {
+	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
+		objLabels[clusterv1.WatchLabel] = shard
+	}
+	return objLabels
 }
 
 // PausedForUs is true for a host paused with our value: it is handed to us

@@ -159,3 +159,22 @@ func TestPauses(t *testing.T) {
 		})
 	}
 }
+
+func TestWithHostShard(t *testing.T) {
+	tests := []struct {
+		name       string
+		hostLabels map[string]string
+		want       map[string]string
+	}{
+		{name: "no shard", hostLabels: map[string]string{"rack": "r1"},
+			want: map[string]string{"preprovisioning.metal3.io/managed": "true"}},
+		{name: "a shard", hostLabels: map[string]string{"rack": "r1", "cluster.x-k8s.io/watch-filter": "shard-a"},
+			want: map[string]string{"preprovisioning.metal3.io/managed": "true", "cluster.x-k8s.io/watch-filter": "shard-a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shardHost := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "node-0", Labels: tt.hostLabels}}
+			assert.Equal(t, tt.want, WithHostShard(shardHost, map[string]string{"preprovisioning.metal3.io/managed": "true"}))
+		})
+	}
+}

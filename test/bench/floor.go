@@ -271,7 +271,7 @@ func floorClaim(host *bmov1alpha1.BareMetalHost, pool string) *ipamv1.IPClaim {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ipam.ClaimName(host.Name, pool),
 			Namespace:       host.Namespace,
-			Labels:          shardLabels(host, map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}),
+			Labels:          ownership.WithHostShard(host, map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}),
 			Annotations:     map[string]string{preprovv1.PoolGenerationAnnotation: strconv.Itoa(1)},
 			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},
@@ -285,7 +285,7 @@ func floorSecret(host *bmov1alpha1.BareMetalHost, rendered []byte) *corev1.Secre
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      host.Name + preprovv1.NetworkDataSecretSuffix,
 			Namespace: host.Namespace,
-			Labels: shardLabels(host, map[string]string{
+			Labels: ownership.WithHostShard(host, map[string]string{
 				preprovv1.BMOSecretLabel: preprovv1.BMOSecretLabelValue,
 				preprovv1.ManagedLabel:   preprovv1.ManagedLabelValue,
 			}),
@@ -294,15 +294,6 @@ func floorSecret(host *bmov1alpha1.BareMetalHost, rendered []byte) *corev1.Secre
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
 	}
-}
-
-// shardLabels adds the host's watch-filter label, if it has one, to labels,
-// as the controller does on what it makes for the host.
-func shardLabels(host *bmov1alpha1.BareMetalHost, objLabels map[string]string) map[string]string {
-	if shard, ok := host.Labels[clusterv1.WatchLabel]; ok {
-		objLabels[clusterv1.WatchLabel] = shard
-	}
-	return objLabels
 }
 
 func hostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
