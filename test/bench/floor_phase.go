@@ -72,6 +72,11 @@ func (b *bench) floorPhase(ctx context.Context) error {
 	}
 	registered.done(&b.result.floor, floorStart, lastDone, cpu)
 
+	// The API server writes an audit event once the response is sent, so
+	// the last host's patch can be seen done before its event is logged.
+	if err = sleepUntil(ctx, lastDone.Add(settle)); err != nil {
+		return err
+	}
 	events, err := framework.ReadAuditLog(b.cp.auditLog)
 	if err != nil {
 		return err
