@@ -36,9 +36,8 @@ import (
 // items into the list as the manager's cache does when asked not to deep
 // copy them.
 type listedObjects struct {
-	hosts         []bmov1alpha1.BareMetalHost
-	templates     []capm3.Metal3MachineTemplate
-	preprovisions []preprovv1.Metal3PreprovisioningTemplate
+	hosts     []bmov1alpha1.BareMetalHost
+	templates []capm3.Metal3MachineTemplate
 }
 
 func (l *listedObjects) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -52,7 +51,7 @@ func (l *listedObjects) List(_ context.Context, list client.ObjectList, _ ...cli
 	case *capm3.Metal3MachineTemplateList:
 		list.Items = append(list.Items[:0], l.templates...)
 	case *preprovv1.Metal3PreprovisioningTemplateList:
-		list.Items = append(list.Items[:0], l.preprovisions...)
+		list.Items = nil // the fleet's templates are all Metal3MachineTemplates
 	default:
 		return fmt.Errorf("unexpected list %T", list)
 	}
