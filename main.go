@@ -48,6 +48,7 @@ type options struct {
 	// and TLS flags.
 	diagnostics         capiflags.ManagerOptions
 	healthAddr          string
+	profilerAddress     string
 	webhookPort         int
 	webhookCertDir      string
 	leaderElect         bool
@@ -106,6 +107,8 @@ func newFlagSet(name string, opts *options, zapOptions *zap.Options) *pflag.Flag
 func initFlags(fs *pflag.FlagSet, opts *options) {
 	capiflags.AddManagerOptions(fs, &opts.diagnostics)
 	fs.StringVar(&opts.healthAddr, "health-addr", ":9440", "The address the health and readiness probes (/healthz, /readyz) bind to.")
+	fs.StringVar(&opts.profilerAddress, "profiler-address", "",
+		"The address Go's pprof profiler binds to (e.g. localhost:6060); default: no profiler.")
 	fs.IntVar(&opts.webhookPort, "webhook-port", 9443, "The port of the webhook server; 0 runs without a webhook server.")
 	fs.StringVar(&opts.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
 		"The folder with the webhook server's tls.crt and tls.key.")
@@ -208,6 +211,7 @@ func managerOptions(opts options) (ctrl.Options, error) {
 		Scheme:                        scheme.New(),
 		Metrics:                       *metricsOptions,
 		HealthProbeBindAddress:        opts.healthAddr,
+		PprofBindAddress:              opts.profilerAddress,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionNamespace:       leaderElectionNamespace(opts),

@@ -66,6 +66,10 @@ type PoolState struct {
 // Claims ensures the IPClaims of hosts and reads their addresses.
 type Claims struct {
 	Client client.Client
+	// Addresses counts each pool's IPAddresses from the manager's cache; nil
+	// counts them by listing the namespace's through Client (kubectl
+	// preprov, which has no cache).
+	Addresses *AddressCounts
 }
 
 // kindIPClaim is the kind of our claims in the writes store.
@@ -120,11 +124,11 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			state.RetryAfter = left
 			return state, nil
 		}
-		usage, err := c.usage(ctx, pool)
+		poolAddresses, err := c.poolAddresses(ctx, pool)
 		if err != nil {
 			return state, err
 		}
-		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim, usage.addresses)); err != nil {
+		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim, poolAddresses)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
 				return state, nil

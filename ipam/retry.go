@@ -43,9 +43,20 @@ type poolUsage struct {
 	preAllocated map[netip.Addr]bool
 }
 
-// usage reads a pool's IPAddresses from the cache. It runs for every claim
-// made, over every address of the namespace, so the cache's objects are read
-// without a deep copy (and never changed).
+// poolAddresses is how many IPAddresses the pool has, for a claim about to
+// be made.
+func (c *Claims) poolAddresses(ctx context.Context, pool *ipamv1.IPPool) (int, error) {
+	if c.Addresses != nil {
+		return c.Addresses.PoolAddresses(ctx, client.ObjectKeyFromObject(pool))
+	}
+	usage, err := c.usage(ctx, pool)
+	return usage.addresses, err
+}
+
+// usage reads a pool's IPAddresses from the cache, over every address of
+// the namespace, so the cache's objects are read without a deep copy (and
+// never changed). It runs for failed claims; a claim about to be made needs
+// only the count (poolAddresses).
 func (c *Claims) usage(ctx context.Context, pool *ipamv1.IPPool) (poolUsage, error) {
 	addresses := &ipamv1.IPAddressList{}
 	if err := c.Client.List(ctx, addresses, client.InNamespace(pool.Namespace), client.UnsafeDisableDeepCopy); err != nil {

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
@@ -125,15 +126,23 @@ func writeRequests(m framework.Metrics) float64 {
 
 // recordManager reads the manager's memory and metrics while it still runs.
 func (b *bench) recordManager(ctx context.Context, manager *managerProcess) (err error) {
-	b.result.memory, b.result.manager, err = readManager(ctx, manager)
+	b.result.memory, b.result.manager, err = b.readManager(ctx, manager)
 	return err
 }
 
-// readManager reads a running manager's memory and metrics.
-func readManager(ctx context.Context, manager *managerProcess) (managerMemory, managerStats, error) {
+// readManager reads a running manager's memory and metrics, and with
+// -heap-profiles saves its heap profile.
+func (b *bench) readManager(ctx context.Context, manager *managerProcess) (managerMemory, managerStats, error) {
 	peakRSS, endRSS, err := manager.memory()
 	if err != nil {
 		return managerMemory{}, managerStats{}, err
+	}
+	if b.cfg.heapProfiles != "" {
+		path := filepath.Join(b.cfg.heapProfiles, fmt.Sprintf("run%d-%s.heap.pb.gz", b.result.run, manager.Name))
+		if err := manager.saveHeapProfile(ctx, path); err != nil {
+			return managerMemory{}, managerStats{}, err
+		}
+		progressf("run %d: %s's heap profile: %s", b.result.run, manager.Name, path)
 	}
 	final, err := manager.Metrics(ctx)
 	if err != nil {

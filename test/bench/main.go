@@ -56,12 +56,15 @@ type config struct {
 	scenario string
 	manager  string
 	// env is the manager's environment from its Deployment (GOMEMLIMIT).
-	env     []string
-	out     string
-	steady  time.Duration
-	quiet   time.Duration
-	timeout time.Duration
-	limits  clientLimits
+	env []string
+	out string
+	// heapProfiles is where each manager's heap profile goes, taken when
+	// its memory is read; "" takes none.
+	heapProfiles string
+	steady       time.Duration
+	quiet        time.Duration
+	timeout      time.Duration
+	limits       clientLimits
 }
 
 // clientLimits are the manager's client rate limits and workers; the floor
@@ -87,6 +90,8 @@ func main() {
 	deployment := flag.String("deployment", "config/manager/manager.yaml",
 		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
 	flag.StringVar(&cfg.out, "out", "", "Write the results into this Markdown file (e.g. docs/performance.md).")
+	flag.StringVar(&cfg.heapProfiles, "heap-profiles", "",
+		"Save each manager's heap profile (go tool pprof) into this folder when its memory is read, at the end of the steady window.")
 	flag.DurationVar(&cfg.steady, "steady", time.Minute, "How long to count the manager's writes once every host is done.")
 	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second,
 		"After the steady window, the manager runs until it has written nothing for this long; the requests per host count until then.")
@@ -105,6 +110,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		flag.Usage()
 		os.Exit(2)
+	}
+	if cfg.heapProfiles != "" {
+		if err := os.MkdirAll(cfg.heapProfiles, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
 	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,6 +39,8 @@ import (
 // runtime metrics.
 type managerProcess struct {
 	*framework.ManagerProcess
+	// profilerAddress serves Go's pprof endpoints (--profiler-address).
+	profilerAddress string
 
 	mu   sync.Mutex
 	peak runtimePeak
@@ -89,7 +93,12 @@ func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimi
 	if err := os.WriteFile(kubeConfigPath, kubeConfig, 0o600); err != nil {
 		return nil, err
 	}
-	m := &managerProcess{ManagerProcess: &framework.ManagerProcess{
+	profilerPort, err := framework.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	profilerAddress := fmt.Sprintf("127.0.0.1:%d", profilerPort)
+	m := &managerProcess{profilerAddress: profilerAddress, ManagerProcess: &framework.ManagerProcess{
 		Name:    name,
 		Binary:  binary,
 		LogPath: filepath.Join(dir, name+".log"),
@@ -100,6 +109,7 @@ func startManager(name, binary, dir string, kubeConfig []byte, limits clientLimi
 			"--kube-api-burst=" + strconv.Itoa(limits.burst),
 			"--host-concurrency=" + strconv.Itoa(limits.concurrency),
 			"--inspection-stall-timeout=" + noBMO.String(),
+			"--profiler-address=" + profilerAddress,
 		}, extraArgs...),
 		Env: env,
 	}}
@@ -142,6 +152,28 @@ func (m *managerProcess) memory() (peak, current float64, err error) {
 		return 0, 0, err
 	}
 	return status["VmHWM"], status["VmRSS"], nil
+}
+
+// saveHeapProfile writes the manager's heap profile, after a collection,
+// to path.
+func (m *managerProcess) saveHeapProfile(ctx context.Context, path string) error {
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.profilerAddress+"/debug/pprof/heap?gc=1", http.NoBody)
+	if err != nil {
+		return err
+	}
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		return fmt.Errorf("%s's heap profile: %w", m.Name, err)
+	}
+	defer func() { _ = response.Body.Close() }() // read to the end or failed already
+	if response.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s's heap profile: %s", m.Name, response.Status)
+	}
+	profile, err := io.ReadAll(response.Body)
+	if err != nil {
+		return fmt.Errorf("%s's heap profile: %w", m.Name, err)
+	}
+	return os.WriteFile(path, profile, 0o644)
 }
 
 // running reports an early exit of the manager as an error.

@@ -135,7 +135,7 @@ func (b *bench) shardPhase(ctx context.Context) (err error) {
 	b.result.shards = map[string]shardManager{}
 	for shard, manager := range managers {
 		result := shardManager{hosts: len(registered.fleet.shardHosts(shard))}
-		if result.memory, result.manager, err = readManager(ctx, manager); err != nil {
+		if result.memory, result.manager, err = b.readManager(ctx, manager); err != nil {
 			return err
 		}
 		b.result.shards[shard] = result
