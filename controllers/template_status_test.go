@@ -57,6 +57,16 @@ func TestTemplateStatusIsRightOnAFreshManagersFirstReconcile(t *testing.T) {
 	)
 	waitForEvent(t, ns, "node-2", baremetal.ReasonIPClaimFailed)
 	waitForEvent(t, ns, "node-3", baremetal.ReasonTemplateConflict)
+	// The running manager has seen every host's outcome before it is
+	// paused: a reconcile of its own still under way when the pause comes
+	// then writes the same status, not one from an older view.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		template := &preprovv1.Metal3PreprovisioningTemplate{}
+		assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "rack-r1"}, template))
+		assert.Equal(c, ptr.To(int32(1)), template.Status.ConflictingHosts)
+		assert.Equal(c, ptr.To(int32(1)), template.Status.FailedHosts)
+		assert.Equal(c, ptr.To(int32(2)), template.Status.ReadyHosts)
+	}, waitTimeout, pollInterval)
 
 	// The running manager leaves the template alone from now on, and its
 	// status is what a manager that knew nothing would have written.

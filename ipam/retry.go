@@ -55,8 +55,8 @@ func (c *Claims) poolAddresses(ctx context.Context, pool *ipamv1.IPPool) (int, e
 
 // usage reads a pool's IPAddresses from the cache, over every address of
 // the namespace, so the cache's objects are read without a deep copy (and
-// never changed). It runs for failed claims; a claim about to be made needs
-// only the count (poolAddresses).
+// never changed). It runs for failed claims only (retryable); a claim about
+// to be made needs only the count (poolAddresses).
 func (c *Claims) usage(ctx context.Context, pool *ipamv1.IPPool) (poolUsage, error) {
 	addresses := &ipamv1.IPAddressList{}
 	if err := c.Client.List(ctx, addresses, client.InNamespace(pool.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -105,7 +105,10 @@ func (u poolUsage) fits(pool *ipamv1.IPPool, claimName string) bool {
 // retryable reports whether a failed claim is worth making again: the pool
 // changed, or it has fewer addresses than when the claim was made and one
 // fits the claim. Comparing with the count at creation keeps a claim IPAM
-// refuses for a reason we do not see from being made again and again.
+// refuses for a reason we do not see from being made again and again. The
+// count now is read from the cache itself, not from AddressCounts: the
+// deletion that wakes the host is in the cache before it reaches the
+// counts' event handler, which may not have run yet.
 func (c *Claims) retryable(ctx context.Context, claim *ipamv1.IPClaim, pool *ipamv1.IPPool) (bool, error) {
 	if claim.Annotations[preprovv1.PoolGenerationAnnotation] != strconv.FormatInt(pool.Generation, 10) {
 		return true, nil

@@ -139,7 +139,7 @@ func (b *bench) readManager(ctx context.Context, manager *managerProcess) (manag
 	}
 	if b.cfg.heapProfiles != "" {
 		path := filepath.Join(b.cfg.heapProfiles, fmt.Sprintf("run%d-%s.heap.pb.gz", b.result.run, manager.Name))
-		if err := manager.saveHeapProfile(ctx, path); err != nil {
+		if err = manager.saveHeapProfile(ctx, path); err != nil {
 			return managerMemory{}, managerStats{}, err
 		}
 		progressf("run %d: %s's heap profile: %s", b.result.run, manager.Name, path)
