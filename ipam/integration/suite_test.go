@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package integration runs the ipam code that works through the API server
 // and is not a flow of the controllers: the sweep, on a control plane
-// without the garbage collector, and the address counts, on a cache. The ipam package's own tests are pure and
-// need no control plane.
+// without the garbage collector, and the address counts, on a cache. The
+// ipam package's own tests are pure and need no control plane.
 package integration
 
 import (

@@ -20,8 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -157,19 +155,7 @@ func (m *managerProcess) memory() (peak, current float64, err error) {
 // saveHeapProfile writes the manager's heap profile, after a collection,
 // to path.
 func (m *managerProcess) saveHeapProfile(ctx context.Context, path string) error {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.profilerAddress+"/debug/pprof/heap?gc=1", http.NoBody)
-	if err != nil {
-		return err
-	}
-	response, err := http.DefaultClient.Do(request)
-	if err != nil {
-		return fmt.Errorf("%s's heap profile: %w", m.Name, err)
-	}
-	defer func() { _ = response.Body.Close() }() // read to the end or failed already
-	if response.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s's heap profile: %s", m.Name, response.Status)
-	}
-	profile, err := io.ReadAll(response.Body)
+	profile, err := framework.Fetch(ctx, "http://"+m.profilerAddress+"/debug/pprof/heap?gc=1")
 	if err != nil {
 		return fmt.Errorf("%s's heap profile: %w", m.Name, err)
 	}

@@ -36,6 +36,15 @@ type sample struct {
 
 // ScrapeMetrics reads a metrics endpoint.
 func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
+	body, err := Fetch(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(string(body)), nil
+}
+
+// Fetch GETs url and returns its body; any status but 200 is an error.
+func Fetch(ctx context.Context, url string) ([]byte, error) {
 	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nil, err
@@ -44,15 +53,11 @@ func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = response.Body.Close() }() // the body is read to the end or the scrape has failed
+	defer func() { _ = response.Body.Close() }() // the body is read to the end or the request has failed
 	if response.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", url, response.Status)
 	}
-	body, err := io.ReadAll(response.Body)
-	if err != nil {
-		return nil, err
-	}
-	return parseMetrics(string(body)), nil
+	return io.ReadAll(response.Body)
 }
 
 // parseMetrics reads the text exposition format; label values holding
