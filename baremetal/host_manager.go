@@ -125,7 +125,7 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			"or of which exactly one is referenced by a MachineDeployment or KubeadmControlPlane, do not conflict)",
 			len(matching), strings.Join(names, ", "))
 		outcome := m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message)
-		outcome.Conflicts = refs
+		outcome.Conflicts, outcome.Items = refs, names
 		return outcome, m.releaseBeforeSetUp(ctx, host)
 	}
 
@@ -188,6 +188,12 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	if err != nil {
 		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
 	}
+	if len(rendered) > corev1.MaxSecretSize {
+		// The API server would refuse every write of it.
+		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonNetworkDataTooLarge, fmt.Sprintf("%s renders %d bytes of "+
+			"network data for this host, over the %d bytes a Secret holds: use fewer links, networks, routes or DNS servers",
+			template.Ref, len(rendered), corev1.MaxSecretSize)), nil
+	}
 
 	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts && !rerenderRequested(host) &&
 		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
@@ -207,7 +213,7 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
 		}
 	}
-	if outcome, err := m.writeSecret(ctx, host, secret, rendered, template.Ref); err != nil || outcome != nil {
+	if outcome, err := m.writeSecret(ctx, host, secret, rendered, template.Ref, hostInterfaceLinks(networkData)); err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
 	if err := m.pointHostAtSecret(ctx, host, template.Ref, claims); err != nil {
@@ -248,6 +254,7 @@ func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMet
 	}
 	if len(failed) > 0 {
 		outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonIPClaimFailed, strings.Join(failed, "; "))
+		outcome.Items = failed
 		return nil, &outcome, nil
 	}
 	if len(waiting) > 0 {
@@ -290,8 +297,11 @@ func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	return Outcome{Phase: phase, Template: ref, Reason: reason, Message: message, EventType: corev1.EventTypeWarning}
 }
 
-func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string) {
-	m.Recorder.Eventf(host, nil, eventType, reason, EventAction, "%s", message)
+// event records an event on the host. A message too long for an event
+// names its first items (what it lists, in order) and counts the rest; the
+// log keeps the full message.
+func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string, items ...string) {
+	m.Recorder.Eventf(host, nil, eventType, reason, EventAction, "%s", EventNote(message, items))
 }
 
 func derefOutcome(outcome *Outcome) Outcome {
@@ -356,12 +366,14 @@ func HostFacts(host *bmov1alpha1.BareMetalHost) networkdata.Host {
 	return facts
 }
 
-// secretKey and hostKey name a host's Secret and the host in our writes.
+// secretKey and hostKey name a host's Secret and the host in our writes,
+// with the host's UID: a host registered again under its name waits for
+// none of the earlier host's writes.
 func secretKey(host *bmov1alpha1.BareMetalHost) expectations.Key {
 	secret := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
-	return expectations.Key{Kind: "Secret", NamespacedName: secret}
+	return expectations.Key{Kind: "Secret", NamespacedName: secret, Host: host.UID}
 }
 
 func hostKey(host *bmov1alpha1.BareMetalHost) expectations.Key {
-	return expectations.Key{Kind: "BareMetalHost", NamespacedName: client.ObjectKeyFromObject(host)}
+	return expectations.Key{Kind: "BareMetalHost", NamespacedName: client.ObjectKeyFromObject(host), Host: host.UID}
 }

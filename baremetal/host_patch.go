@@ -74,7 +74,8 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.B
 		return fmt.Errorf("pointing BareMetalHost %s/%s at Secret %q: %w", host.Namespace, host.Name, secretName, err)
 	}
 	m.writes.Wrote(hostKey(host), original.ResourceVersion)
-	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, setUpMessage(ref, claims, secretName, pausedForUs))
+	message, claimed := setUpMessage(ref, claims, secretName, pausedForUs)
+	m.event(host, corev1.EventTypeNormal, ReasonNetworkDataSet, message, claimed...)
 	if pausedForUs {
 		metrics.SecondsToUnpause.Observe(time.Since(host.CreationTimestamp.Time).Seconds())
 	}
@@ -115,18 +116,21 @@ func (m *HostManager) PatchPending(host *bmov1alpha1.BareMetalHost) (time.Durati
 	return m.writes.Behind(hostKey(host), host.ResourceVersion)
 }
 
-// setUpMessage is the note of a host's one set-up event: what each step did.
-func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, unpaused bool) string {
+// setUpMessage is the note of a host's one set-up event: what each step
+// did, and the claims it lists.
+func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, unpaused bool) (string, []string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set up from %s:", ref)
+	claimed := make([]string, 0, len(claims))
 	for _, claim := range claims {
-		fmt.Fprintf(&b, " IPClaim %q has %s from IPPool %q;", claim.Claim, claim.Address.IP, claim.Pool)
+		claimed = append(claimed, fmt.Sprintf("IPClaim %q has %s from IPPool %q;", claim.Claim, claim.Address.IP, claim.Pool))
+		b.WriteString(" " + claimed[len(claimed)-1])
 	}
 	fmt.Fprintf(&b, " network data in Secret %q; set spec.preprovisioningNetworkDataName", secretName)
 	if unpaused {
 		b.WriteString(" and removed the pause " + preprovv1.PausedForPreprovisioning)
 	}
-	return b.String()
+	return b.String(), claimed
 }
 
 // unpauseForDeletion removes our pause, and only ours, from a host being

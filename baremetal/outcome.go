@@ -20,8 +20,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,9 +58,17 @@ const (
 	ReasonIPClaimFailed    = "PreprovisioningIPClaimFailed"
 	ReasonRenderFailed     = "PreprovisioningRenderFailed"
 	ReasonSecretUpdated    = "PreprovisioningSecretUpdated"
-	// ReasonSecretConflict is a Secret of our name that another object
-	// than this host owns.
+	// ReasonSecretConflict is a Secret of our name that we did not write
+	// for this host.
 	ReasonSecretConflict = "PreprovisioningSecretConflict"
+	// ReasonSecretOfEarlierHost is a host waiting for the Secret of an
+	// earlier host of the same name to be deleted.
+	ReasonSecretOfEarlierHost = "PreprovisioningSecretOfEarlierHost"
+	// ReasonNetworkDataTooLarge is network data larger than a Secret holds.
+	ReasonNetworkDataTooLarge = "PreprovisioningNetworkDataTooLarge"
+	// ReasonMACChanged warns that a link's MAC, taken from a host
+	// interface, changed in a Secret we had written.
+	ReasonMACChanged = "PreprovisioningMACChanged"
 	// ReasonNameTooLong is a host whose Secret name would be too long.
 	ReasonNameTooLong = "PreprovisioningNameTooLong"
 	// ReasonNetworkDataSet is the one Normal event of a host's set-up: it
@@ -91,6 +101,10 @@ type Outcome struct {
 	Reason string
 	// Message says why the host is not Ready, in words for a user.
 	Message string
+	// Items are what Message lists (a failure per pool, the templates in
+	// conflict), in order: an event too long for the API names the first
+	// of them and counts the rest.
+	Items []string
 	// RequeueAfter, when set, is when to look at the host again if no
 	// event brings it back first.
 	RequeueAfter time.Duration
@@ -137,7 +151,7 @@ func (m *HostManager) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 		outcome = m.withInspectionStall(host, outcome)
 		if outcome.InspectionStalled {
 			ctrl.LoggerFrom(ctx).Info("Host does not get past inspection", "state", host.Status.Provisioning.State,
-				"unpausedAt", host.Annotations[preprovv1.UnpausedAtAnnotation])
+				"unpausedAt", host.Annotations[preprovv1.UnpausedAtAnnotation], "message", outcome.Message)
 		}
 	}
 	return outcome, m.report(ctx, host, outcome)
@@ -160,7 +174,7 @@ func (m *HostManager) report(ctx context.Context, host *bmov1alpha1.BareMetalHos
 	if err := m.recordProblem(ctx, host, problemOf(outcome)); err != nil {
 		return err
 	}
-	previous, changed := m.reported.swap(key, outcome)
+	previous, changed := m.reported.swap(key, host.UID, outcome)
 	if !changed {
 		return nil
 	}
@@ -170,11 +184,12 @@ func (m *HostManager) report(ctx context.Context, host *bmov1alpha1.BareMetalHos
 	// Once per failure, conflict, drift or stall, not on every reconcile.
 	if outcome.EventType != "" && (outcome.EventType != previous.EventType || outcome.Reason != previous.Reason ||
 		outcome.Message != previous.Message) {
-		m.event(host, outcome.EventType, outcome.Reason, outcome.Message)
+		m.event(host, outcome.EventType, outcome.Reason, outcome.Message, outcome.Items...)
 	}
 	// Once when a rollout's left-overs start or stop being set aside.
 	if len(outcome.LeftOvers) > 0 && !slices.Equal(outcome.LeftOvers, previous.LeftOvers) {
-		m.event(host, corev1.EventTypeNormal, ReasonLeftOverTemplates, LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
+		m.event(host, corev1.EventTypeNormal, ReasonLeftOverTemplates, LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers),
+			refNames(outcome.LeftOvers)...)
 	}
 	if outcome.Phase == PhaseOrphaned {
 		m.event(host, corev1.EventTypeNormal, ReasonOrphaned, outcome.Message)
@@ -202,6 +217,9 @@ func problemOf(outcome Outcome) string {
 		return ReasonNetworkDataDrift
 	case outcome.InspectionStalled:
 		return ReasonInspectionStalled
+	case outcome.Reason == ReasonSecretOfEarlierHost:
+		// A wait that can last: BMO's finalizer may hold the Secret.
+		return outcome.Reason
 	}
 	return ""
 }
@@ -243,20 +261,49 @@ func (m *HostManager) withInspectionStall(host *bmov1alpha1.BareMetalHost, outco
 // InspectionStall reports whether BMO has left a host we unpaused in
 // registering or inspecting (or not started on it) for longer than timeout
 // at now, and otherwise how long it has left; zero once BMO moved it on or
-// when we never unpaused it.
+// when we never unpaused it. The time counts from when the host entered its
+// state (pendingSince), not from its unpause: a host sent back to
+// inspection long after is not stalled at once.
 func InspectionStall(host *bmov1alpha1.BareMetalHost, now time.Time, timeout time.Duration) (bool, time.Duration) {
 	if !inspectionPending(host.Status.Provisioning.State) {
 		return false, 0
 	}
-	unpausedAt, err := time.Parse(time.RFC3339, host.Annotations[preprovv1.UnpausedAtAnnotation])
-	if err != nil {
+	since, unpaused := pendingSince(host)
+	if !unpaused {
 		return false, 0
 	}
-	left := unpausedAt.Add(timeout).Sub(now)
+	left := since.Add(timeout).Sub(now)
 	if left <= 0 {
 		return true, 0
 	}
 	return false, left
+}
+
+// pendingSince is when a host we unpaused entered the state it is in before
+// the end of inspection, and false when we never unpaused it. BMO records
+// when it starts each registration and inspection in
+// status.operationHistory (recordStateBegin in its host state machine, on
+// every entry into the state, and not again while it retries there), so a
+// re-inspection (the inspect.metal3.io annotation, an externally
+// provisioned host inspected) counts from its own start at no write of
+// ours. A host BMO has not started on, or a BMO that recorded nothing,
+// counts from our unpause, as does a start before it.
+func pendingSince(host *bmov1alpha1.BareMetalHost) (time.Time, bool) {
+	unpausedAt, err := time.Parse(time.RFC3339, host.Annotations[preprovv1.UnpausedAtAnnotation])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var started time.Time
+	switch history := host.Status.OperationHistory; host.Status.Provisioning.State {
+	case bmov1alpha1.StateRegistering:
+		started = history.Register.Start.Time
+	case bmov1alpha1.StateInspecting:
+		started = history.Inspect.Start.Time
+	}
+	if started.After(unpausedAt) {
+		return started, true
+	}
+	return unpausedAt, true
 }
 
 // inspectionPending is a provisioning state before the end of inspection:
@@ -276,37 +323,119 @@ func InspectionStalledMessage(host *bmov1alpha1.BareMetalHost, timeout time.Dura
 	if state == "" {
 		state = "not registered by BMO"
 	}
-	return fmt.Sprintf("the host is still %s %s after we set its network data and removed our pause (at %s). Usual causes: "+
+	since, source := "we set its network data and removed our pause", ""
+	entered, _ := pendingSince(host)
+	at := entered.UTC().Format(time.RFC3339)
+	if at != host.Annotations[preprovv1.UnpausedAtAnnotation] {
+		since, source = "BMO started "+state+" it", ", from its status.operationHistory"
+	}
+	return fmt.Sprintf("the host is still %s %s after %s (at %s%s). Usual causes: "+
 		"the deploy ramdisk has no glean (or cloud-init) to apply the network data; the BMC cannot boot virtual media, so "+
 		"the ramdisk never gets the config drive; no route from the host's provisioning address to Ironic; the MAC "+
 		"addresses in the network data are not the host's (check the template's links and spec.bootMACAddress). "+
-		"See BMO's status.errorMessage and the Ironic node's last_error", state, timeout, host.Annotations[preprovv1.UnpausedAtAnnotation])
+		"See BMO's status.errorMessage and the Ironic node's last_error", state, timeout, since, at, source)
 }
 
 // reportedOutcomes holds the outcome last reported for each host, so that a
 // host that stays failed, conflicting, drifted or stalled is not reported
-// again on every reconcile. Only events depend on it: after a restart a
-// host's current problem is reported once more.
+// again on every reconcile. Only events and the failures metric depend on
+// it: after a restart a host's current problem is reported once more.
+//
+// A host is told by its UID: a host deleted and registered again under its
+// name is a new host, reported afresh, even when no reconcile saw it gone
+// (the work queue merges the deletion and the creation under one name). The
+// outcomes are found by name, so the entry of a deleted host is dropped by
+// name, and a host registered again replaces the entry of the earlier one.
 type reportedOutcomes struct {
 	mu     sync.Mutex
-	byHost map[types.NamespacedName]Outcome
+	byHost map[types.NamespacedName]reportedOutcome
+}
+
+type reportedOutcome struct {
+	uid     types.UID
+	outcome Outcome
 }
 
 // swap stores a host's outcome and returns the one it replaces, and whether
-// anything changed.
-func (r *reportedOutcomes) swap(host types.NamespacedName, outcome Outcome) (Outcome, bool) {
+// anything changed: the outcome, or the host under that name.
+func (r *reportedOutcomes) swap(host types.NamespacedName, uid types.UID, outcome Outcome) (Outcome, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byHost == nil {
-		r.byHost = map[types.NamespacedName]Outcome{}
+		r.byHost = map[types.NamespacedName]reportedOutcome{}
 	}
 	previous, known := r.byHost[host]
-	r.byHost[host] = outcome
-	return previous, !known || !previous.Equal(outcome)
+	r.byHost[host] = reportedOutcome{uid: uid, outcome: outcome}
+	if !known || previous.uid != uid {
+		return Outcome{}, true
+	}
+	return previous.outcome, !previous.outcome.Equal(outcome)
 }
 
 func (r *reportedOutcomes) forget(host types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.byHost, host)
+}
+
+// MaxEventNote is the longest note an event may have: events.k8s.io/v1
+// refuses longer ones, and client-go's recorder does not shorten them, so
+// such an event would be lost.
+const MaxEventNote = 1024
+
+// EventNote is message as an event can carry it: whole when it fits, or else
+// with the first of the items it lists (in order) and a count of the rest,
+// keeping the words before and after the list. A message whose list cannot
+// be found in it, or that does not fit even so, is cut. The log and the
+// problem recorded on the host keep the full message.
+func EventNote(message string, items []string) string {
+	if len(message) <= MaxEventNote {
+		return message
+	}
+	if ends := itemEnds(message, items); len(ends) > 1 {
+		after := message[ends[len(ends)-1]:]
+		for kept := len(ends) - 1; kept > 0; kept-- {
+			note := fmt.Sprintf("%s … and %d more%s", message[:ends[kept-1]], len(ends)-kept, after)
+			if len(note) <= MaxEventNote {
+				return note
+			}
+		}
+	}
+	return cut(message, MaxEventNote)
+}
+
+// itemEnds returns where each item ends in message, or nil when one is not
+// there. The items are looked for from the end: the words before a list may
+// name what it lists (a template named in another's name, say).
+func itemEnds(message string, items []string) []int {
+	ends := make([]int, len(items))
+	limit := len(message)
+	for i := len(items) - 1; i >= 0; i-- {
+		at := strings.LastIndex(message[:limit], items[i])
+		if at < 0 || items[i] == "" {
+			return nil
+		}
+		ends[i], limit = at+len(items[i]), at
+	}
+	return ends
+}
+
+// cut shortens text to at most limit bytes, at a character boundary, ending
+// with an ellipsis.
+func cut(text string, limit int) string {
+	const ellipsis = "…"
+	end := limit - len(ellipsis)
+	for end > 0 && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return text[:end] + ellipsis
+}
+
+// refNames are the templates' references as the messages name them.
+func refNames(refs []TemplateRef) []string {
+	names := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		names = append(names, ref.String())
+	}
+	return names
 }

@@ -20,12 +20,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -57,24 +59,68 @@ func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareM
 }
 
 // secretNotOurs is the outcome of a host whose Secret name is taken: by an
-// earlier host of the same name (the garbage collector removes it), or by
-// somebody else (a user must remove it). It is nil for the host's own Secret.
+// earlier host of the same name (it goes once that host is deleted), or by
+// somebody else (a user must remove it). It is nil for the Secret we wrote
+// for this host.
 func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
 	secret *corev1.Secret,
 ) *Outcome {
-	if ownership.OwnedByHost(secret, host) {
+	ownedByHost := ownership.OwnedByHost(secret, host)
+	if ownedByHost && writtenForHost(secret, host) {
 		return nil
 	}
-	if ownership.HasStaleHostOwner(secret, host) {
-		return &Outcome{Phase: PhaseWaiting, Template: ref, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost "+
-			"named %q; waiting for the garbage collector to remove it", secret.Name, host.Name)}
+	if !ownedByHost && ownership.HasStaleHostOwner(secret, host) {
+		return m.earlierHostsSecret(ctx, host, ref, secret)
 	}
-	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not created for this "+
-		"host (it has no owner reference to BareMetalHost %q): delete or rename it, and the host is set up", secret.Name, host.Name))
+	why := fmt.Sprintf("it has no owner reference to BareMetalHost %q", host.Name)
+	if ownedByHost {
+		why = fmt.Sprintf("it is owned by the host, as BMO makes every Secret a host points at, but has neither our "+
+			"annotation %s naming this host's UID nor, from before that annotation, our label %s",
+			preprovv1.WrittenForAnnotation, preprovv1.ManagedLabel)
+	}
+	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not written by "+
+		"capm3-preprov for this host (%s): it is left as it is; delete or rename it, and the host is set up", secret.Name, why))
 	// Such a Secret may lack our label, and then no event of our cache
 	// says when it is gone.
 	outcome.RequeueAfter = takenSecretRetry
 	return &outcome
+}
+
+// writtenForHost is true for a Secret we wrote for this host: our
+// annotation names the host's UID, and only we write it. A Secret without
+// the annotation is ours when it carries our label: we wrote such Secrets
+// before the annotation existed (and add it with our next write of them),
+// and BMO, which puts the host's owner reference on the Secrets it
+// acquires, never adds our label.
+func writtenForHost(secret *corev1.Secret, host *bmov1alpha1.BareMetalHost) bool {
+	if writtenFor, ok := secret.Annotations[preprovv1.WrittenForAnnotation]; ok {
+		return writtenFor == string(host.UID)
+	}
+	return ownership.Ours(secret)
+}
+
+// earlierHostsSecret is the outcome of a host whose Secret name is held by
+// the Secret of an earlier host of the same name: the garbage collector
+// deletes it, and BMO's finalizer keeps it until BMO has deleted that host.
+// The host waits, with an event that says on what, and is set up once the
+// Secret is gone: the Secret's deletion brings it back when our cache holds
+// the Secret, the timer when it does not.
+func (m *HostManager) earlierHostsSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+	secret *corev1.Secret,
+) *Outcome {
+	outcome := &Outcome{Phase: PhaseWaiting, Template: ref, Reason: ReasonSecretOfEarlierHost, EventType: corev1.EventTypeNormal,
+		RequeueAfter: takenSecretRetry, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost named %q; "+
+			"waiting for the garbage collector to delete it, then the host is set up", secret.Name, host.Name)}
+	if !secret.DeletionTimestamp.IsZero() && len(secret.Finalizers) > 0 {
+		outcome.EventType = corev1.EventTypeWarning
+		outcome.Message = fmt.Sprintf("Secret %q of an earlier BareMetalHost named %q is being deleted but is held by its "+
+			"finalizers %s; the host is set up once it is gone. BMO removes its finalizer %s once it has deleted the earlier "+
+			"host: if that host was removed without BMO (its finalizer taken off by hand), remove the Secret's finalizers",
+			secret.Name, host.Name, strings.Join(secret.Finalizers, ", "), preprovv1.BMOSecretFinalizer)
+	}
+	ctrl.LoggerFrom(ctx).Info("Waiting for the Secret of an earlier host of the same name to go", "secret", secret.Name,
+		"finalizers", secret.Finalizers)
+	return outcome
 }
 
 func (m *HostManager) apiReader() client.Reader {
@@ -100,37 +146,15 @@ func secretLabels(host *bmov1alpha1.BareMetalHost) map[string]string {
 // writeSecret creates the Secret, or patches it when its data or our labels
 // differ. Nothing else is compared: with BMO's -build-preprov-image every
 // write rebuilds the host's image, so a write that changes nothing is a cost.
+// hostInterfaces are the links whose MAC the template takes from the host's
+// interfaces: a change of their MAC is reported.
 func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
-	rendered []byte, ref TemplateRef,
+	rendered []byte, ref TemplateRef, hostInterfaces map[string]string,
 ) (*Outcome, error) {
 	if secret == nil {
-		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      NetworkDataSecretName(host.Name),
-				Namespace: host.Namespace,
-				Labels:    secretLabels(host),
-				// Not a controller reference: BMO watches Secrets through
-				// their owner references and must be woken by changes too.
-				OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
-		}
-		err := m.Client.Create(ctx, secret)
-		if err == nil {
-			m.writes.Wrote(secretKey(host), "")
-			return nil, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-		}
-		// Our cache only holds Secrets with our label: read this one past it.
-		existing := &corev1.Secret{}
-		if err := m.apiReader().Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
-			return nil, fmt.Errorf("getting Secret %s/%s: %w", secret.Namespace, secret.Name, err)
-		}
-		if outcome := m.secretNotOurs(ctx, host, ref, existing); outcome != nil {
-			return outcome, nil
+		existing, outcome, err := m.createSecret(ctx, host, rendered, ref)
+		if existing == nil || outcome != nil || err != nil {
+			return outcome, err
 		}
 		// The host's own Secret, which lost our label: put it back below.
 		secret = existing
@@ -145,6 +169,12 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 		secret.Labels = map[string]string{}
 	}
 	maps.Copy(secret.Labels, wantLabels)
+	// A Secret we wrote before the annotation existed gets it with this
+	// write, never with a write of its own (a cost, see above).
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	secret.Annotations[preprovv1.WrittenForAnnotation] = string(host.UID)
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
@@ -154,7 +184,45 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 	}
 	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,
 		fmt.Sprintf("re-rendered network data from %s into Secret %q", ref, secret.Name))
+	m.reportMACChanges(ctx, host, secret.Name, macChanges(hostInterfaces, original.Data[preprovv1.NetworkDataKey], rendered))
 	return nil, nil
+}
+
+// createSecret creates the host's Secret. When one of that name exists
+// already, it returns it if it is ours (our cache did not show it: it lost
+// our label), or the outcome that stops the host.
+func (m *HostManager) createSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, rendered []byte, ref TemplateRef,
+) (*corev1.Secret, *Outcome, error) {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NetworkDataSecretName(host.Name),
+			Namespace:   host.Namespace,
+			Labels:      secretLabels(host),
+			Annotations: map[string]string{preprovv1.WrittenForAnnotation: string(host.UID)},
+			// Not a controller reference: BMO watches Secrets through
+			// their owner references and must be woken by changes too.
+			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{preprovv1.NetworkDataKey: rendered},
+	}
+	err := m.Client.Create(ctx, secret)
+	if err == nil {
+		m.writes.Wrote(secretKey(host), "")
+		return nil, nil, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	// Our cache only holds Secrets with our label: read this one past it.
+	existing := &corev1.Secret{}
+	if err := m.apiReader().Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+		return nil, nil, fmt.Errorf("getting Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	if outcome := m.secretNotOurs(ctx, host, ref, existing); outcome != nil {
+		return nil, outcome, nil
+	}
+	return existing, nil, nil
 }
 
 func hasLabels(have, want map[string]string) bool {

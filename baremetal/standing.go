@@ -145,6 +145,8 @@ func Standing(host *bmov1alpha1.BareMetalHost, matching []Template) Outcome {
 		outcome.Phase = PhaseDrifted
 	case problem == ReasonInspectionStalled:
 		outcome.Phase, outcome.InspectionStalled = PhaseReady, true
+	case problem == ReasonSecretOfEarlierHost:
+		outcome.Phase, outcome.Reason = PhaseWaiting, problem
 	case problem != "":
 		outcome.Phase, outcome.Reason = PhaseFailed, problem
 	case setUp && setUpFrom(host) == outcome.Template && !ownership.PausedForUs(host):

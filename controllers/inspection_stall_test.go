@@ -24,6 +24,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -107,6 +108,47 @@ func TestInspectionStallOnTheManagersClock(t *testing.T) {
 	assert.Equal(t, []string{"patch BareMetalHost: 2"}, writes.Writes(), "the stall is cleared")
 	assert.NotContains(t, getHost(t, ns, "node-0").Annotations, preprovv1.ProblemAnnotation)
 	assert.Empty(t, recorder.Events)
+}
+
+// A host sent back to inspection long after we unpaused it (the
+// inspect.metal3.io annotation, an externally provisioned host inspected)
+// is timed from when BMO started inspecting it again, not from the unpause.
+func TestInspectionAgainIsTimedFromItsOwnStart(t *testing.T) {
+	ns := newNamespace(t)
+	setUpRackedHost(t, ns)
+	// Real times, so the running manager, on the real clock, finds no
+	// stall either and leaves the host as it is.
+	reinspected := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	unpausedAt := reinspected.Add(-24 * time.Hour)
+	annotateHost(t, ns, "node-0", preprovv1.UnpausedAtAnnotation, unpausedAt.Format(time.RFC3339))
+	host := getHost(t, ns, "node-0")
+	host.Status.Provisioning.State = bmov1alpha1.StateInspecting
+	host.Status.OperationHistory = bmov1alpha1.OperationHistory{
+		Register: bmov1alpha1.OperationMetric{Start: metav1.NewTime(unpausedAt), End: metav1.NewTime(unpausedAt.Add(time.Minute))},
+		Inspect:  bmov1alpha1.OperationMetric{Start: metav1.NewTime(reinspected)},
+	}
+	require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+
+	manager, writes := countingHostManager(t, false)
+	clock := clocktesting.NewFakePassiveClock(reinspected.Add(time.Minute))
+	manager.Clock, manager.InspectionStallTimeout = clock, 15*time.Minute
+	recorder := manager.Recorder.(*events.FakeRecorder)
+	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.False(t, outcome.InspectionStalled)
+	assert.Equal(t, 14*time.Minute, outcome.RequeueAfter)
+	assert.Empty(t, writes.Writes())
+	assert.Empty(t, recorder.Events)
+
+	clock.SetTime(reinspected.Add(15 * time.Minute))
+	outcome, err = manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.NoError(t, err)
+	assert.True(t, outcome.InspectionStalled)
+	require.Len(t, recorder.Events, 1)
+	event := <-recorder.Events
+	assert.Contains(t, event, "Warning "+baremetal.ReasonInspectionStalled)
+	assert.Contains(t, event, "still inspecting 15m0s after BMO started inspecting it (at "+
+		reinspected.Format(time.RFC3339)+", from its status.operationHistory)")
 }
 
 func setProvisioningState(t *testing.T, ns, name string, state bmov1alpha1.ProvisioningState) {

@@ -97,6 +97,9 @@ func TestOnlyHostChangesWeReadReconcileTheHost(t *testing.T) {
 		"the provisioning state": func(host *bmov1alpha1.BareMetalHost) {
 			host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
 		},
+		"the start of an inspection": func(host *bmov1alpha1.BareMetalHost) {
+			host.Status.OperationHistory.Inspect.Start = metav1.Now()
+		},
 		"the NICs": func(host *bmov1alpha1.BareMetalHost) {
 			host.Status.HardwareDetails.NIC = []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01"}}
 		},

@@ -113,7 +113,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 
 	claim := &ipamv1.IPClaim{}
 	key := client.ObjectKey{Namespace: host.Namespace, Name: state.Claim}
-	written := expectations.Key{Kind: kindIPClaim, NamespacedName: key}
+	written := expectations.Key{Kind: kindIPClaim, NamespacedName: key, Host: host.UID}
 	getErr := c.Client.Get(ctx, key, claim)
 	switch {
 	case apierrors.IsNotFound(getErr):

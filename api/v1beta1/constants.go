@@ -70,6 +70,17 @@ const (
 	// BMOSecretLabelValue is the value of BMOSecretLabel.
 	BMOSecretLabelValue = "baremetal"
 
+	// BMOSecretFinalizer is the finalizer BMO puts on a Secret a host points
+	// at. BMO removes it once it has deleted the host; until then the
+	// Secret stays, being deleted, under its name.
+	BMOSecretFinalizer = "baremetalhost.metal3.io/secret"
+
+	// WrittenForAnnotation records on a network data Secret the UID of the
+	// BareMetalHost we wrote it for. Only we write it: BMO puts the host's
+	// owner reference on any Secret the host points at, so an owner
+	// reference alone does not make a Secret ours.
+	WrittenForAnnotation = "preprovisioning.metal3.io/written-for"
+
 	// NetworkDataKey is the key BMO reads from the network data Secret.
 	NetworkDataKey = "networkData"
 	// NetworkDataSecretSuffix makes the Secret name "<bmh>-preprov-networkdata".

@@ -33,10 +33,13 @@ import (
 // set. A cache shows a write within a second or two even under load.
 const DefaultTimeout = 30 * time.Second
 
-// Key names an object we wrote: its kind, its namespace and its name.
+// Key names an object we wrote: its kind, its namespace and its name, and
+// the UID of the host it was written for. An object of the same name
+// written for an earlier host of the same name is another write.
 type Key struct {
 	Kind string
 	types.NamespacedName
+	Host types.UID
 }
 
 // Writes holds our writes that the cache has not shown yet, of every kind:

@@ -28,8 +28,8 @@ import (
 
 // Host keeps of a BareMetalHost only what we read: its metadata, the
 // spec fields of our contract, its BMC address (whose driver says whether the
-// ramdisk boots without DHCP), its provisioning state and its NICs' names
-// and MACs. Inspection data (status.hardware) is most of a host's size, and
+// ramdisk boots without DHCP), its provisioning state, when BMO started
+// registering and inspecting it, and its NICs' names and MACs. Inspection data (status.hardware) is most of a host's size, and
 // a management cluster holds thousands of hosts. Patches stay correct: they
 // are computed between two copies of the slim object, so they carry only
 // our changes.
@@ -55,6 +55,12 @@ func HostCopy(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 		},
 		Status: bmov1alpha1.BareMetalHostStatus{
 			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},
+			// When BMO started the host's registration and inspection: the
+			// inspection stall counts from them.
+			OperationHistory: bmov1alpha1.OperationHistory{
+				Register: bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Register.Start},
+				Inspect:  bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Inspect.Start},
+			},
 		},
 	}
 	slim.Labels, slim.Annotations = host.Labels, host.Annotations

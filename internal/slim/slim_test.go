@@ -18,6 +18,7 @@ package slim
 
 import (
 	"testing"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -31,6 +32,8 @@ import (
 
 func TestHostKeepsWhatWeRead(t *testing.T) {
 	now := metav1.Now()
+	registered := metav1.NewTime(now.Add(-time.Hour))
+	inspected, provisioned := metav1.NewTime(now.Add(-50*time.Minute)), metav1.NewTime(now.Add(-40*time.Minute))
 	host := &bmov1alpha1.BareMetalHost{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "node-0", Namespace: "metal3", UID: "uid-1", ResourceVersion: "42", Generation: 3,
@@ -58,6 +61,11 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 				NIC:      []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01", IP: "192.0.2.10", Model: "virtio", SpeedGbps: 25}},
 			},
 			ErrorMessage: "old error",
+			OperationHistory: bmov1alpha1.OperationHistory{
+				Register:  bmov1alpha1.OperationMetric{Start: registered, End: inspected},
+				Inspect:   bmov1alpha1.OperationMetric{Start: inspected, End: provisioned},
+				Provision: bmov1alpha1.OperationMetric{Start: provisioned},
+			},
 		},
 	}
 
@@ -77,7 +85,11 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 	assert.Equal(t, bmov1alpha1.BareMetalHostStatus{
 		Provisioning:    bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateProvisioned},
 		HardwareDetails: &bmov1alpha1.HardwareDetails{NIC: []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01"}}},
-	}, slim.Status)
+		OperationHistory: bmov1alpha1.OperationHistory{
+			Register: bmov1alpha1.OperationMetric{Start: registered},
+			Inspect:  bmov1alpha1.OperationMetric{Start: inspected},
+		},
+	}, slim.Status, "the starts of registration and inspection time the inspection stall")
 
 	uninspected, err := Host(&bmov1alpha1.BareMetalHost{})
 	require.NoError(t, err)
