@@ -78,8 +78,8 @@ func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareM
 			"annotation %s naming this host's UID nor, from before that annotation, our label %s",
 			preprovv1.WrittenForAnnotation, preprovv1.ManagedLabel)
 	}
-	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not written by "+
-		"capm3-preprov for this host (%s): it is left as it is; delete or rename it, and the host is set up", secret.Name, why))
+	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not created for this "+
+		"host (%s): it is left as it is; delete or rename it, and the host is set up", secret.Name, why))
 	// Such a Secret may lack our label, and then no event of our cache
 	// says when it is gone.
 	outcome.RequeueAfter = takenSecretRetry

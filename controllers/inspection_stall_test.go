@@ -120,14 +120,16 @@ func TestInspectionAgainIsTimedFromItsOwnStart(t *testing.T) {
 	// stall either and leaves the host as it is.
 	reinspected := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	unpausedAt := reinspected.Add(-24 * time.Hour)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		host := getHost(c, ns, "node-0")
+		host.Status.Provisioning.State = bmov1alpha1.StateInspecting
+		host.Status.OperationHistory = bmov1alpha1.OperationHistory{
+			Register: bmov1alpha1.OperationMetric{Start: metav1.NewTime(unpausedAt), End: metav1.NewTime(unpausedAt.Add(time.Minute))},
+			Inspect:  bmov1alpha1.OperationMetric{Start: metav1.NewTime(reinspected)},
+		}
+		require.NoError(c, k8sClient.Status().Update(context.Background(), host))
+	}, waitTimeout, pollInterval)
 	annotateHost(t, ns, "node-0", preprovv1.UnpausedAtAnnotation, unpausedAt.Format(time.RFC3339))
-	host := getHost(t, ns, "node-0")
-	host.Status.Provisioning.State = bmov1alpha1.StateInspecting
-	host.Status.OperationHistory = bmov1alpha1.OperationHistory{
-		Register: bmov1alpha1.OperationMetric{Start: metav1.NewTime(unpausedAt), End: metav1.NewTime(unpausedAt.Add(time.Minute))},
-		Inspect:  bmov1alpha1.OperationMetric{Start: metav1.NewTime(reinspected)},
-	}
-	require.NoError(t, k8sClient.Status().Update(context.Background(), host))
 
 	manager, writes := countingHostManager(t, false)
 	clock := clocktesting.NewFakePassiveClock(reinspected.Add(time.Minute))

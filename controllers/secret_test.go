@@ -131,7 +131,7 @@ func TestSecretTheHostOwnsButWeDidNotWriteIsNeverOverwritten(t *testing.T) {
 	create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.StaticNetworkData()))
 
 	note := waitForEvent(t, ns, "users", baremetal.ReasonSecretConflict)
-	assert.Contains(t, note, `Secret "users-preprov-networkdata" exists but was not written by capm3-preprov for this host`)
+	assert.Contains(t, note, `Secret "users-preprov-networkdata" exists but was not created for this host`)
 	assert.Contains(t, note, preprovv1.WrittenForAnnotation)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, baremetal.ReasonSecretConflict, getHost(c, ns, "users").Annotations[preprovv1.ProblemAnnotation])
