@@ -87,6 +87,19 @@ func TestKindsAreApart(t *testing.T) {
 	assert.True(t, behind, "the claim's create")
 }
 
+// A host registered again under its name (a new UID) waits for none of
+// the earlier host's writes, though its objects have the same names.
+func TestHostsOfTheSameNameAreApart(t *testing.T) {
+	var w Writes
+	secret := types.NamespacedName{Namespace: "ns", Name: "host-0-preprov-networkdata"}
+	w.Wrote(Key{Kind: "Secret", NamespacedName: secret, Host: "uid-earlier"}, "")
+
+	_, behind := w.Behind(Key{Kind: "Secret", NamespacedName: secret, Host: "uid-again"}, "")
+	assert.False(t, behind, "the host registered again")
+	_, behind = w.Behind(Key{Kind: "Secret", NamespacedName: secret, Host: "uid-earlier"}, "")
+	assert.True(t, behind, "the earlier host")
+}
+
 func TestWroteForgetsExpiredWritesNobodyReads(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	w := &Writes{Timeout: 10 * time.Second, Now: c.now}
