@@ -111,7 +111,7 @@ BENCH_SCENARIO ?= plain
 BENCH_TIMEOUT ?= 45m
 BENCH_OUT ?= docs/performance.md
 .PHONY: bench
-bench: kube-binaries build ## Fleet benchmark against the floor, into BENCH_OUT: BENCH_HOSTS (1000), BENCH_RUNS (3), BENCH_SCENARIO=plain|hardware|restart|handoff|shard; then the Go benchmarks.
+bench: kube-binaries build ## Fleet benchmark against the floor, into BENCH_OUT: BENCH_HOSTS (1000), BENCH_RUNS (3), BENCH_SCENARIO=plain|hardware|restart|handoff|shard|delete; then the Go benchmarks.
 	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -timeout $(BENCH_TIMEOUT) \
 		-manager $(BIN)/manager $(if $(BENCH_OUT),-out $(BENCH_OUT))
 	go test ./baremetal/... -run '^$$' -bench . -benchmem -count 5

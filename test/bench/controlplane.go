@@ -42,9 +42,13 @@ type controlPlane struct {
 	version     string
 }
 
-// startControlPlane starts a fresh control plane whose audit log is in dir.
-func startControlPlane(auditLog string, limits clientLimits) (*controlPlane, error) {
-	started, err := framework.StartControlPlane(framework.StartControlPlaneInput{AuditPolicy: auditPolicy, AuditLog: auditLog})
+// startControlPlane starts a fresh control plane whose audit log is in dir,
+// with the garbage collector when deletions are measured (it costs the
+// other scenarios CPU and does nothing for them).
+func startControlPlane(auditLog string, limits clientLimits, garbageCollector bool) (*controlPlane, error) {
+	started, err := framework.StartControlPlane(framework.StartControlPlaneInput{
+		AuditPolicy: auditPolicy, AuditLog: auditLog, GarbageCollector: garbageCollector,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +84,10 @@ func (cp *controlPlane) connect(limits clientLimits) error {
 // pids are the control plane's processes, found as children of this one.
 func (cp *controlPlane) pids() map[string]int {
 	pids := map[string]int{}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if pid, err := framework.ChildProcess(name); err == nil {
+	// By the name the kernel keeps of a command, its first 15 characters.
+	commands := map[string]string{"kube-apiserver": "kube-apiserver", "etcd": "etcd", "kube-controller-manager": "kube-controller"}
+	for name, command := range commands {
+		if pid, err := framework.ChildProcess(command); err == nil {
 			pids[name] = pid
 		}
 	}

@@ -48,7 +48,10 @@ const (
 	scenarioRestart  = "restart"
 	scenarioHandoff  = "handoff"
 	scenarioShard    = "shard"
+	scenarioDelete   = "delete"
 )
+
+var scenarios = []string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard, scenarioDelete}
 
 type config struct {
 	hosts    int
@@ -85,7 +88,8 @@ func main() {
 		"plain: hosts as registered; hardware: hosts also carry an inspected status.hardware; "+
 			"restart: a fresh manager, then a leader change, on a set-up fleet; "+
 			"handoff: a simulated CAPM3 provisions every set-up host; "+
-			"shard: the hosts split between two managers with --watch-filter, each with its own Lease and identity, against two floors.")
+			"shard: the hosts split between two managers with --watch-filter, each with its own Lease and identity, against two floors; "+
+			"delete: every host of a set-up fleet deleted at once with the manager running, against the same deletes with none.")
 	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
 	deployment := flag.String("deployment", "config/manager/manager.yaml",
 		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
@@ -129,9 +133,8 @@ func validate(cfg config) error {
 		return fmt.Errorf("-hosts must be between 1 and 60000 (the pools are /16), not %d", cfg.hosts)
 	case cfg.runs < 1:
 		return errors.New("-runs must be at least 1")
-	case !slices.Contains([]string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard}, cfg.scenario):
-		return fmt.Errorf("-scenario must be %s, %s, %s, %s or %s, not %q",
-			scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard, cfg.scenario)
+	case !slices.Contains(scenarios, cfg.scenario):
+		return fmt.Errorf("-scenario must be one of %s, not %q", strings.Join(scenarios, ", "), cfg.scenario)
 	case cfg.scenario == scenarioShard && cfg.hosts < len(shardNames):
 		return fmt.Errorf("-scenario %s needs at least %d hosts, one per shard", scenarioShard, len(shardNames))
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
@@ -172,6 +175,9 @@ func run(cfg config) error {
 				result.restart.restart.duration.Seconds(), result.restart.takeover.duration.Seconds())
 		case scenarioHandoff:
 			progressf("run %d: every claim handed over %.1f s after the simulated CAPM3 started", i, result.handoff.handedOver.Seconds())
+		case scenarioDelete:
+			progressf("run %d: fleet deleted in %.1f s with the manager, %.1f s without", i,
+				result.deletion.controller.Seconds(), result.deletion.floor.Seconds())
 		default:
 			progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
 		}

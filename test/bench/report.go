@@ -48,6 +48,8 @@ func (r report) sections() []section {
 		return r.handoffSections()
 	case scenarioShard:
 		return r.shardSections()
+	case scenarioDelete:
+		return r.deleteSections()
 	}
 	return []section{
 		r.machine.section(), r.goals(), r.summary(), r.perRun(),

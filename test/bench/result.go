@@ -41,6 +41,8 @@ type runResult struct {
 	// restart and handoff are those scenarios', which have no floor.
 	restart restartResult
 	handoff handoffResult
+	// deletion is the delete scenario's.
+	deletion deleteResult
 	// shards are the shard scenario's managers, by shard.
 	shards map[string]shardManager
 }

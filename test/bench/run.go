@@ -67,7 +67,7 @@ func runOnce(ctx context.Context, cfg config, run int) (runResult, string, error
 
 func (b *bench) run(ctx context.Context) (err error) {
 	progressf("run %d: starting a control plane", b.result.run)
-	if b.cp, err = startControlPlane(filepath.Join(b.dir, "audit.log"), b.cfg.limits); err != nil {
+	if b.cp, err = startControlPlane(filepath.Join(b.dir, "audit.log"), b.cfg.limits, b.cfg.scenario == scenarioDelete); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, b.cp.Stop()) }()
@@ -78,12 +78,15 @@ func (b *bench) run(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, standIn.Stop()) }()
 
 	// The restart and handoff scenarios have no floor: they measure a
-	// manager on a fleet that is set up already.
+	// manager on a fleet that is set up already. The delete scenario's
+	// floor is the same deletes with no manager.
 	switch b.cfg.scenario {
 	case scenarioRestart:
 		err = b.restartPhase(ctx)
 	case scenarioHandoff:
 		err = b.handoffPhase(ctx)
+	case scenarioDelete:
+		err = b.deletePhase(ctx)
 	case scenarioShard:
 		if err = b.shardPhase(ctx); err == nil {
 			err = b.floorPhase(ctx)

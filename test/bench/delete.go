@@ -1,0 +1,247 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
+)
+
+// deleteResult is what the delete scenario measured in one run.
+type deleteResult struct {
+	// controller and floor are, with the manager running and with it
+	// stopped, from the first host's delete until the fleet's last IPClaim,
+	// IPAddress and network data Secret was gone.
+	controller, floor time.Duration
+	// cpu is the CPU seconds each process used while the controller's fleet
+	// was deleted.
+	cpu map[string]float64
+	// calls are the manager's requests in the fleet's namespace from the
+	// first delete until settle after the fleet was gone.
+	calls map[apiCall]int
+}
+
+// deletePhase lets the manager set the fleet up, deletes every host at once
+// with the manager running, then does the same with the floor's fleet and
+// no manager: the garbage collector and IPAM alone.
+func (b *bench) deletePhase(ctx context.Context) (err error) {
+	phaseCtx, endPhase := context.WithCancel(ctx)
+	defer endPhase()
+	registered, err := b.registerFleet(phaseCtx, controllerNamespace, "", &b.result.controller)
+	if err != nil {
+		return err
+	}
+	manager, err := b.startManager("manager")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, manager.Stop()) }()
+	if _, err = waitForHosts(ctx, "controller", registered.tracker, manager.running); err != nil {
+		return err
+	}
+	if _, err = b.waitForQuiet(ctx, manager); err != nil {
+		return err
+	}
+	pids := b.cp.pids()
+	pids["manager"], pids["harness"] = manager.PID(), os.Getpid()
+	start, gone, cpu, err := b.deleteFleet(phaseCtx, controllerNamespace, pids, manager.running)
+	if err != nil {
+		return err
+	}
+	b.result.deletion.controller, b.result.deletion.cpu = gone.Sub(start), cpu
+	if err = sleepUntil(ctx, gone.Add(settle)); err != nil {
+		return err
+	}
+	events, err := framework.ReadAuditLog(b.cp.auditLog)
+	if err != nil {
+		return err
+	}
+	b.result.deletion.calls = auditWindow{user: managerUser, namespace: controllerNamespace, from: start, to: time.Now()}.count(events)
+	if err = manager.Stop(); err != nil {
+		return err
+	}
+
+	if err = b.floorPhase(ctx); err != nil {
+		return err
+	}
+	start, gone, _, err = b.deleteFleet(phaseCtx, floorNamespace, b.cp.pids(), func() error { return nil })
+	b.result.deletion.floor = gone.Sub(start)
+	return err
+}
+
+// deleteFleet deletes every host of namespace, creators at a time, and
+// returns when the first delete started, when the last claim, address and
+// Secret of the fleet was gone, and the CPU each of pids used meanwhile.
+func (b *bench) deleteFleet(ctx context.Context, namespace string, pids map[string]int, alive func() error,
+) (time.Time, time.Time, map[string]float64, error) {
+	watched, err := watchLeftovers(ctx, b.cp.Config, namespace)
+	if err != nil {
+		return time.Time{}, time.Time{}, nil, err
+	}
+	progressf("run %d: deleting %d hosts in %s (%d claims, addresses and Secrets)", b.result.run, b.cfg.hosts, namespace, watched.count())
+	cpu := startCPUMeter(pids)
+	start := time.Now()
+	if err = deleteHosts(ctx, b.cp.Client, namespace, b.cfg.hosts); err != nil {
+		return time.Time{}, time.Time{}, nil, err
+	}
+	gone, err := watched.wait(ctx, b.result.run, alive)
+	return start, gone, cpu.used(), err
+}
+
+// deleteHosts deletes hosts 0 to n-1 of namespace, creators at a time.
+func deleteHosts(ctx context.Context, c client.Client, namespace string, n int) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	indexes := make(chan int)
+	var wg sync.WaitGroup
+	for range creators {
+		wg.Go(func() {
+			for i := range indexes {
+				host := &bmov1alpha1.BareMetalHost{}
+				host.Namespace, host.Name = namespace, hostName(i)
+				if err := c.Delete(ctx, host); err != nil {
+					cancel(fmt.Errorf("deleting BareMetalHost %s: %w", host.Name, err))
+					return
+				}
+			}
+		})
+	}
+	for i := range n {
+		select {
+		case indexes <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(indexes)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// leftovers counts what a namespace's hosts leave when deleted, IPClaims,
+// IPAddresses and network data Secrets, as a watch sees them, and notes
+// when the last one went.
+type leftovers struct {
+	mu       sync.Mutex
+	objects  int
+	lastGone time.Time
+	none     chan struct{}
+}
+
+// watchLeftovers watches namespace until ctx ends; it returns once its
+// watches have listed what there is.
+func watchLeftovers(ctx context.Context, config *rest.Config, namespace string) (*leftovers, error) {
+	l := &leftovers{none: make(chan struct{})}
+	informers, err := cache.New(config, cache.Options{
+		Scheme:            framework.Scheme(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range []client.Object{&ipamv1.IPClaim{}, &ipamv1.IPAddress{}, &corev1.Secret{}} {
+		informer, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: l.added, DeleteFunc: l.deleted}); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("watching the claims, addresses and Secrets of %s: %w", namespace, ctx.Err())
+	}
+	return l, nil
+}
+
+// counted is an object the fleet's hosts leave: not the Secrets of others.
+func counted(obj any) bool {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	secret, isSecret := obj.(*corev1.Secret)
+	return !isSecret || strings.HasSuffix(secret.Name, preprovv1.NetworkDataSecretSuffix)
+}
+
+func (l *leftovers) added(obj any) {
+	if !counted(obj) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.objects++
+}
+
+func (l *leftovers) deleted(obj any) {
+	if !counted(obj) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.objects--
+	if l.objects == 0 && l.lastGone.IsZero() {
+		l.lastGone = time.Now()
+		close(l.none)
+	}
+}
+
+func (l *leftovers) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.objects
+}
+
+// wait returns when nothing is left, with the time the last object went,
+// saying how far it got every 10 s and stopping early when alive reports a
+// failure.
+func (l *leftovers) wait(ctx context.Context, run int, alive func() error) (time.Time, error) {
+	start := time.Now()
+	ticker := time.NewTicker(10 * time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-l.none:
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.lastGone, nil
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("delete: %d claims, addresses and Secrets left when the run was stopped: %w", l.count(), ctx.Err())
+		case <-ticker.C:
+			if err := alive(); err != nil {
+				return time.Time{}, err
+			}
+			progressf("run %d: delete: %d claims, addresses and Secrets left after %s", run, l.count(), time.Since(start).Round(time.Second))
+		}
+	}
+}
