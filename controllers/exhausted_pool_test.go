@@ -103,7 +103,7 @@ func TestExhaustedPoolHostMovedBetweenRacks(t *testing.T) {
 	setUp, failed := waitForExhaustion(t, ns, "rack-two", burst, 2)
 	moved := getHost(t, ns, "moved")
 	original := moved.DeepCopy()
-	moved.Labels = r2
+	moved.Labels["rack"] = r2["rack"]
 	require.NoError(t, k8sClient.Patch(context.Background(), moved, client.MergeFrom(original)))
 	waitForEvent(t, ns, "moved", baremetal.ReasonIPClaimFailed)
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "moved")), "the moved host keeps its Secret while it waits")

@@ -18,6 +18,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -155,7 +156,7 @@ func leftBehindAddress(t *testing.T, namespace, claim, ip string) *ipamv1.IPAddr
 	t.Helper()
 	address := &ipamv1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace, Name: "pool-" + ip, Finalizers: []string{ipamv1.IPAddressFinalizer},
+			Namespace: namespace, Name: "pool-" + strings.ReplaceAll(ip, ".", "-"), Finalizers: []string{ipamv1.IPAddressFinalizer},
 			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 		},
 		Spec: ipamv1.IPAddressSpec{
