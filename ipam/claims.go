@@ -136,13 +136,13 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			state.RetryAfter = left
 			return state, nil
 		}
-		claim := newClaim(host, pool, state.Claim)
+		fresh := newClaim(host, pool, state.Claim)
 		if note, retried := c.retries.take(key, host.UID); retried {
-			if err := setRetryNote(claim, note); err != nil {
+			if err := setRetryNote(fresh, note); err != nil {
 				return state, err
 			}
 		}
-		if err := c.Client.Create(ctx, claim); err != nil {
+		if err := c.Client.Create(ctx, fresh); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
 				return state, nil
