@@ -46,7 +46,8 @@ type Sweeper struct {
 	Client client.Client
 	// APIReader confirms past the cache an owner the cache does not have:
 	// an owner created a moment ago must never be taken for gone. An owner
-	// the cache has needs no API read.
+	// the cache has needs no API read. It also reads again a claim or
+	// address that changed since the cache showed it (a fenced write lost).
 	APIReader client.Reader
 }
 
@@ -62,8 +63,9 @@ func (s *Sweeper) Sweep(ctx context.Context, namespace string) error {
 }
 
 // sweepClaims deletes our claims whose hosts are gone and that no live
-// Metal3Data owns (CAPM3 may still use a provisioned host's claim). IPAM
-// then releases the address.
+// Metal3Data owns (CAPM3 may still use a provisioned host's claim), each as
+// decided on (deleteAsDecided): a Metal3Data owner the cache has not shown
+// yet stops the delete. IPAM then releases the address.
 func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 	claims := &ipamv1.IPClaimList{}
 	if err := s.Client.List(ctx, claims, client.InNamespace(namespace),
