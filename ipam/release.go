@@ -36,7 +36,9 @@ import (
 // ReleaseUnused deletes the host's claims on pools other than keep, so IPAM
 // releases their addresses. A claim is kept while
 // networkData (what the host's Secret holds; nil when it has none) still
-// names its address, and while CAPM3 uses it (a Metal3Data owns it).
+// names its address, and while CAPM3 uses it (a Metal3Data owns it). Each
+// delete is fenced on the claim as decided on (deleteAsDecided), so a
+// Metal3Data owner the cache has not shown yet stops it.
 func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, networkData []byte,
 ) error {
 	// Claims are named after their pool: the pools of the namespace find
