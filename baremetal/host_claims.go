@@ -26,6 +26,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
 )
 
 // releaseUnusedClaims releases the host's claims on pools other than pools,
@@ -41,13 +42,31 @@ func (m *HostManager) releaseUnusedClaims(ctx context.Context, host *bmov1alpha1
 }
 
 // releaseBeforeSetUp gives back what a host still paused for us claimed when
-// no single template selects it any more (a conflict, its template gone).
+// no single template selects it any more (a conflict, its template gone):
+// its claims, and the addresses IPAM left behind claims released while it
+// allocated them.
 // A host we pointed at a Secret keeps its claims: its Secret may name them.
 func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
 	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
 		return nil
 	}
-	return m.releaseUnusedClaims(ctx, host, nil, nil)
+	if err := m.releaseUnusedClaims(ctx, host, nil, nil); err != nil {
+		return err
+	}
+	// A claim released while IPAM allocated it leaves its address behind.
+	return m.Claims.ReleaseLeftBehind(ctx, host)
+}
+
+// ReasonIPClaimRemade is the Warning of a host whose claim pointed at an
+// IPAddress that is gone and was made again.
+const ReasonIPClaimRemade = "PreprovisioningIPClaimRemade"
+
+// reportRemade reports a claim made again, once: the next claim has
+// another UID.
+func (m *HostManager) reportRemade(host *bmov1alpha1.BareMetalHost, state ipam.PoolState) {
+	if state.Remade != "" {
+		m.event(host, corev1.EventTypeWarning, ReasonIPClaimRemade, state.Remade)
+	}
 }
 
 // driftWithoutClaims reports drift, without claiming anything, for a

@@ -242,6 +242,7 @@ func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMet
 	var waiting, failed []string
 	var retryAfter time.Duration
 	for _, state := range states {
+		m.reportRemade(host, state)
 		switch {
 		case state.Failed != "":
 			failed = append(failed, state.Failed)

@@ -107,6 +107,8 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPool),
 			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
+		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedPreAllocation),
+			builder.WithPredicates(preAllocationReleased)).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
 			builder.WithPredicates(notInInitialList, machineTemplateReferenceChanged)).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).

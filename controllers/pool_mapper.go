@@ -72,15 +72,26 @@ func (m *poolMapper) forReleasedAddress(ctx context.Context, obj client.Object) 
 	if !ok {
 		return nil
 	}
+	return m.hostsWithFailedClaims(ctx, address.Namespace, address.Spec.Pool.Name)
+}
+
+// forReleasedPreAllocation maps a pool that dropped or moved a
+// spec.preAllocations entry (the sweep removes those of deleted hosts) to
+// the hosts whose claims on it failed: the address is free again.
+func (m *poolMapper) forReleasedPreAllocation(ctx context.Context, obj client.Object) []reconcile.Request {
+	return m.hostsWithFailedClaims(ctx, obj.GetNamespace(), obj.GetName())
+}
+
+func (m *poolMapper) hostsWithFailedClaims(ctx context.Context, namespace, pool string) []reconcile.Request {
 	claims := &ipamv1.IPClaimList{}
-	if err := m.client.List(ctx, claims, client.InNamespace(address.Namespace),
+	if err := m.client.List(ctx, claims, client.InNamespace(namespace),
 		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims a released IPAddress can unblock")
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims a released address can unblock")
 		return nil
 	}
 	var requests []reconcile.Request
 	for _, claim := range claims.Items {
-		if claim.Spec.Pool.Name != address.Spec.Pool.Name || claim.Status.ErrorMessage == nil {
+		if claim.Spec.Pool.Name != pool || claim.Status.ErrorMessage == nil {
 			continue
 		}
 		for _, host := range ownership.HostOwners(&claim) {
@@ -88,6 +99,29 @@ func (m *poolMapper) forReleasedAddress(ctx context.Context, obj client.Object) 
 		}
 	}
 	return requests
+}
+
+// preAllocationReleased passes pool updates that drop or change a
+// spec.preAllocations entry: IPAM counts every pre-allocated address as
+// taken, so that frees one. poolAddressesChanged leaves these out: the
+// backstop writes them for every host.
+var preAllocationReleased = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPool, okOld := e.ObjectOld.(*ipamv1.IPPool)
+		newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
+		if !okOld || !okNew {
+			return false
+		}
+		for key, ip := range oldPool.Spec.PreAllocations {
+			if newPool.Spec.PreAllocations[key] != ip {
+				return true
+			}
+		}
+		return false
+	},
 }
 
 // addressDeleted passes only deletions: the one IPAddress event that frees

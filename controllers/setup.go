@@ -56,16 +56,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	addresses, err := ipam.CountAddresses(ctx, mgr.GetCache())
-	if err != nil {
-		return err
-	}
 	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
 	sweeper := &ipam.Sweeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	hostManager := &baremetal.HostManager{
 		Client:    mgr.GetClient(),
 		Templates: templates,
-		Claims:    &ipam.Claims{Client: mgr.GetClient(), Addresses: addresses},
+		Claims:    &ipam.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		APIReader: mgr.GetAPIReader(),
 

@@ -21,6 +21,7 @@ package ipam
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -61,15 +63,25 @@ type PoolState struct {
 	// Failed says what is wrong when it needs a user's fix (no such pool,
 	// the pool is exhausted, a claim of that name belongs to somebody else).
 	Failed string
+	// Remade, when set, says why the host's claim was deleted to be made
+	// again: worth an event.
+	Remade string
 }
 
 // Claims ensures the IPClaims of hosts and reads their addresses.
 type Claims struct {
 	Client client.Client
-	// Addresses counts each pool's IPAddresses from the manager's cache; nil
-	// counts them by listing the namespace's through Client (kubectl
-	// preprov, which has no cache).
-	Addresses *AddressCounts
+	// APIReader reads past the cache, to decide again on a claim or address
+	// that changed since the cache showed it; the Client when nil.
+	APIReader client.Reader
+	// Clock tells how long a claim has pointed at a missing IPAddress (the
+	// real clock when nil).
+	Clock clock.PassiveClock
+
+	// retries carry the note of a failed claim deleted to be made again.
+	retries pendingRetries
+	// missing tells since when claims point at an IPAddress that is gone.
+	missing missingAddresses
 }
 
 // kindIPClaim is the kind of our claims in the writes store.
@@ -124,11 +136,13 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 			state.RetryAfter = left
 			return state, nil
 		}
-		poolAddresses, err := c.poolAddresses(ctx, pool)
-		if err != nil {
-			return state, err
+		fresh := newClaim(host, pool, state.Claim)
+		if note, retried := c.retries.take(key, host.UID); retried {
+			if err := setRetryNote(fresh, note); err != nil {
+				return state, err
+			}
 		}
-		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim, poolAddresses)); err != nil {
+		if err := c.Client.Create(ctx, fresh); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
 				return state, nil
@@ -158,7 +172,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 
 	if claim.Status.Address == nil {
 		if claim.Status.ErrorMessage != nil {
-			return c.failedClaim(ctx, claim, pool, state)
+			return c.failedClaim(ctx, host, claim, pool, state)
 		}
 		state.Waiting = waitingForIPAM(pool, state.Claim)
 		return state, nil
@@ -168,39 +182,91 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	addressKey := client.ObjectKey{Namespace: host.Namespace, Name: claim.Status.Address.Name}
 	if err := c.Client.Get(ctx, addressKey, address); err != nil {
 		if apierrors.IsNotFound(err) {
-			state.Waiting = fmt.Sprintf("IPClaim %q points at IPAddress %q, which is not there yet", state.Claim, addressKey.Name)
-			return state, nil
+			return c.addressMissing(ctx, host, claim, state)
 		}
 		return state, fmt.Errorf("getting IPAddress %s: %w", addressKey, err)
 	}
+	c.missing.found(claim.UID)
 	state.Address = addressOf(address)
 	return state, nil
 }
 
 // failedClaim handles a claim IPAM gave up on. IPAM never looks at such a
-// claim again, so once the pool changed or an address was released since the
-// claim was made, the claim is deleted and the next reconcile makes a fresh
-// one. It holds no address, so nothing is lost.
-func (c *Claims) failedClaim(ctx context.Context, claim *ipamv1.IPClaim, pool *ipamv1.IPPool, state PoolState) (PoolState, error) {
-	retry, err := c.retryable(ctx, claim, pool)
+// claim again, so when IPAM would now give it an address (decideRetry) the
+// claim is deleted, and the next reconcile makes a fresh one. It holds no
+// address, so nothing is lost.
+func (c *Claims) failedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, pool *ipamv1.IPPool,
+	state PoolState,
+) (PoolState, error) {
+	usage, err := c.usage(ctx, pool)
 	if err != nil {
 		return state, err
 	}
-	if retry {
-		if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
-			return state, fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
+	decision := decideRetry(claim, pool, usage, c.clock().Now())
+	switch {
+	case decision.retry:
+		if err := c.deleteToRetry(ctx, host, claim, decision.note); err != nil {
+			return state, err
 		}
-		state.Waiting = fmt.Sprintf("IPPool %q changed or released an address since IPClaim %q failed (%s); retrying with a new claim",
+		state.Waiting = fmt.Sprintf("IPPool %q has an address for IPClaim %q again (it failed: %s); retrying with a new claim",
 			pool.Name, claim.Name, *claim.Status.ErrorMessage)
 		return state, nil
+	case decision.after > 0:
+		state.Waiting = fmt.Sprintf("IPAM refused IPClaim %q (%s) although %s looks free in IPPool %q; trying again",
+			claim.Name, *claim.Status.ErrorMessage, decision.note.Address, pool.Name)
+		state.RetryAfter = decision.after
+		return state, nil
+	case decision.record:
+		if err := recordPoolAddresses(ctx, c.Client, claim, usage.addresses); err != nil {
+			return state, err
+		}
 	}
 	state.Failed = fmt.Sprintf("IPAM could not allocate an address from IPPool %q for IPClaim %q: %s; "+
-		"the claim is retried when the pool changes (for example when it grows) or one of its addresses is released",
+		"the claim is retried when the pool has a free address again (it grows, or one of its addresses is released)",
 		pool.Name, claim.Name, *claim.Status.ErrorMessage)
+	if decision.refused != "" {
+		state.Failed += fmt.Sprintf("; %s looks free but IPAM refused it %d times: IPAM sees an address of the pool that "+
+			"this manager does not (another shard's, or a Cluster API IPAddress)", decision.refused, retriesOfOneAddress)
+	}
 	return state, nil
 }
 
-func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string, poolAddresses int) *ipamv1.IPClaim {
+// deleteToRetry deletes a failed claim, as read, and keeps the note for the
+// claim made next.
+func (c *Claims) deleteToRetry(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, note retryNote) error {
+	uid, version := claim.UID, claim.ResourceVersion
+	if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &version})); err != nil {
+		return fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
+	}
+	c.retries.put(client.ObjectKeyFromObject(claim), host.UID, note)
+	return nil
+}
+
+// recordPoolAddresses writes on a failed claim how many IPAddresses its pool
+// has now, when we first see the failure.
+func recordPoolAddresses(ctx context.Context, c client.Client, claim *ipamv1.IPClaim, addresses int) error {
+	original := claim.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[PoolAddressesAnnotation] = strconv.Itoa(addresses)
+	if err := c.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording the IPAddresses of IPPool %q on failed IPClaim %s/%s: %w",
+			claim.Spec.Pool.Name, claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+func setRetryNote(claim *ipamv1.IPClaim, note retryNote) error {
+	value, err := json.Marshal(note)
+	if err != nil {
+		return fmt.Errorf("writing the retry note of IPClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	claim.Annotations[RetryAnnotation] = string(value)
+	return nil
+}
+
+func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string) *ipamv1.IPClaim {
 	// Deliberately not CAPM3's data-name/pool-name labels: CAPM3 deletes
 	// claims carrying them when it deprovisions.
 	// The host's shard (--watch-filter) too, so that its manager's cache
@@ -213,7 +279,6 @@ func newClaim(host *bmov1alpha1.BareMetalHost, pool *ipamv1.IPPool, name string,
 			Labels:    claimLabels,
 			Annotations: map[string]string{
 				preprovv1.PoolGenerationAnnotation: strconv.FormatInt(pool.Generation, 10),
-				PoolAddressesAnnotation:            strconv.Itoa(poolAddresses),
 			},
 			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},
 		},

@@ -18,6 +18,7 @@ package ipam
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,7 +46,8 @@ type Sweeper struct {
 	Client client.Client
 	// APIReader confirms past the cache an owner the cache does not have:
 	// an owner created a moment ago must never be taken for gone. An owner
-	// the cache has needs no API read.
+	// the cache has needs no API read. It also reads again a claim or
+	// address that changed since the cache showed it (a fenced write lost).
 	APIReader client.Reader
 }
 
@@ -61,8 +63,9 @@ func (s *Sweeper) Sweep(ctx context.Context, namespace string) error {
 }
 
 // sweepClaims deletes our claims whose hosts are gone and that no live
-// Metal3Data owns (CAPM3 may still use a provisioned host's claim). IPAM
-// then releases the address.
+// Metal3Data owns (CAPM3 may still use a provisioned host's claim), each as
+// decided on (deleteAsDecided): a Metal3Data owner the cache has not shown
+// yet stops the delete. IPAM then releases the address.
 func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 	claims := &ipamv1.IPClaimList{}
 	if err := s.Client.List(ctx, claims, client.InNamespace(namespace),
@@ -71,20 +74,13 @@ func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		if !claim.DeletionTimestamp.IsZero() {
-			continue
-		}
-		orphaned, err := s.allOwnersGone(ctx, claim)
+		deleted, err := deleteAsDecided(ctx, s.Client, s.APIReader, claim, s.orphaned)
 		if err != nil {
-			return err
-		}
-		if !orphaned {
-			continue
-		}
-		if err := client.IgnoreNotFound(s.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
 			return fmt.Errorf("deleting IPClaim %s/%s of a deleted host: %w", claim.Namespace, claim.Name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("Deleted the IPClaim of a deleted host", "claim", client.ObjectKeyFromObject(claim))
+		if deleted {
+			ctrl.LoggerFrom(ctx).Info("Deleted the IPClaim of a deleted host", "claim", client.ObjectKeyFromObject(claim))
+		}
 	}
 	return nil
 }
@@ -107,54 +103,122 @@ func (s *Sweeper) sweepAddresses(ctx context.Context, namespace string) error {
 	}
 	for i := range addresses.Items {
 		address := &addresses.Items[i]
-		left, err := s.leftBehind(ctx, address)
+		released, err := releaseAddress(ctx, s.Client, s.APIReader, address, s.leftBehind)
 		if err != nil {
-			return err
-		}
-		if !left {
-			continue
-		}
-		if err := s.release(ctx, address); err != nil {
 			return fmt.Errorf("releasing IPAddress %s/%s that IPAM left behind a deleted host: %w", address.Namespace, address.Name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("Released the IPAddress IPAM left behind the IPClaim of a deleted host",
-			"address", client.ObjectKeyFromObject(address), "ip", address.Spec.Address, "claim", address.Spec.Claim.Name)
+		if released {
+			ctrl.LoggerFrom(ctx).Info("Released the IPAddress IPAM left behind the IPClaim of a deleted host",
+				"address", client.ObjectKeyFromObject(address), "ip", address.Spec.Address, "claim", address.Spec.Claim.Name)
+		}
 	}
 	return nil
 }
 
 // leftBehind is true for an address whose claim, named <host>-<pool>, and
-// host are both gone.
+// host are both gone. A claim or host the cache lacks is confirmed gone
+// with the API.
 func (s *Sweeper) leftBehind(ctx context.Context, address *ipamv1.IPAddress) (bool, error) {
-	claimName := address.Spec.Claim.Name
-	hostName, ours := strings.CutSuffix(claimName, "-"+address.Spec.Pool.Name)
-	if claimName == "" || !ours || hostName == "" {
+	hostName, ours := claimHost(address)
+	if !ours {
 		return false, nil
 	}
-	claimKey := client.ObjectKey{Namespace: address.Namespace, Name: claimName}
-	claimExists, err := s.exists(ctx, claimKey, &ipamv1.IPClaim{}, "")
-	if err != nil || claimExists {
+	claimGone, err := claimGone(ctx, s.Client, s.APIReader, address)
+	if err != nil || !claimGone {
 		return false, err
 	}
-	hostGone, err := s.hostGone(ctx, address.Namespace, hostName)
-	if err != nil {
-		return false, err
-	}
-	return hostGone, nil
+	return s.hostGone(ctx, address.Namespace, hostName)
 }
 
-// release removes IPAM's finalizer from an address and deletes it; both
-// writes are fenced on the object we read.
-func (s *Sweeper) release(ctx context.Context, address *ipamv1.IPAddress) error {
+// claimHost is the host named in an address's claim name, <host>-<pool>.
+func claimHost(address *ipamv1.IPAddress) (string, bool) {
+	hostName, ours := strings.CutSuffix(address.Spec.Claim.Name, "-"+address.Spec.Pool.Name)
+	return hostName, ours && hostName != ""
+}
+
+// claimGone is whether no claim of the address's claim name exists, the
+// cache's no confirmed with the API.
+func claimGone(ctx context.Context, cache client.Reader, api client.Reader, address *ipamv1.IPAddress) (bool, error) {
+	claimKey := client.ObjectKey{Namespace: address.Namespace, Name: address.Spec.Claim.Name}
+	exists, err := existsWithUID(ctx, cache, api, claimKey, &ipamv1.IPClaim{}, "")
+	return !exists, err
+}
+
+// releaseAddress does for an IPAddress IPAM left behind what IPAM's
+// deleteAddress does: it drops IPAM's finalizer and deletes the address,
+// as long as leftBehind holds. Both writes are fenced on the version decided
+// on (an optimistic lock, a resourceVersion precondition), and an address
+// that changed is read again from the API and decided again. leftBehind is
+// asked once more between the two writes: IPAM hands the address, unchanged,
+// to a new claim of the same name (createAddress), so only a read of that
+// claim tells a host registered again under its name; IPAM's finalizer is
+// put back then.
+func releaseAddress(ctx context.Context, c client.Client, api client.Reader, address *ipamv1.IPAddress,
+	leftBehind func(context.Context, *ipamv1.IPAddress) (bool, error),
+) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		left, err := leftBehind(ctx, address)
+		if err != nil || !left {
+			return false, err
+		}
+		released, err := dropFinalizerAndDelete(ctx, c, address, leftBehind)
+		switch {
+		case err == nil:
+			return released, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case !apierrors.IsConflict(err) || attempt == fencedAttempts:
+			return false, err
+		}
+		fresh, err := reread(ctx, api, address)
+		if err != nil || fresh == nil {
+			return false, err
+		}
+		address = fresh
+	}
+}
+
+// dropFinalizerAndDelete writes the release of an address as read.
+func dropFinalizerAndDelete(ctx context.Context, c client.Client, address *ipamv1.IPAddress,
+	leftBehind func(context.Context, *ipamv1.IPAddress) (bool, error),
+) (bool, error) {
 	if slices.Contains(address.Finalizers, ipamv1.IPAddressFinalizer) {
 		original := address.DeepCopy()
 		address.Finalizers = slices.DeleteFunc(address.Finalizers, func(f string) bool { return f == ipamv1.IPAddressFinalizer })
-		err := s.Client.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
-		if err != nil {
-			return client.IgnoreNotFound(err)
+		if err := c.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, err
+		}
+		left, err := leftBehind(ctx, address)
+		if err != nil || !left {
+			return false, errors.Join(err, restoreFinalizer(ctx, c, address))
 		}
 	}
-	return client.IgnoreNotFound(s.Client.Delete(ctx, address, client.Preconditions{UID: &address.UID}))
+	uid, version := address.UID, address.ResourceVersion
+	if err := c.Delete(ctx, address, client.Preconditions{UID: &uid, ResourceVersion: &version}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// restoreFinalizer puts IPAM's finalizer back on an address a new claim of
+// its name took over while we released it.
+func restoreFinalizer(ctx context.Context, c client.Client, address *ipamv1.IPAddress) error {
+	original := address.DeepCopy()
+	address.Finalizers = append(address.Finalizers, ipamv1.IPAddressFinalizer)
+	err := c.Patch(ctx, address, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		return fmt.Errorf("putting IPAM's finalizer back on IPAddress %s/%s, which a new IPClaim %q took over: %w",
+			address.Namespace, address.Name, address.Spec.Claim.Name, err)
+	}
+	return nil
+}
+
+// orphaned is true for a claim of a deleted host that nothing else keeps.
+func (s *Sweeper) orphaned(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
+	if !claim.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	return s.allOwnersGone(ctx, claim)
 }
 
 // allOwnersGone is true for a claim with a host owner when none of its
@@ -186,24 +250,9 @@ func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (boo
 }
 
 // exists tells whether the object named by key exists with the given UID
-// (with any UID when uid is empty). The cache answers yes; a no from the
-// cache (not found, another UID, an error) is confirmed with the API reader.
+// (with any UID when uid is empty), asking the API when the cache says no.
 func (s *Sweeper) exists(ctx context.Context, key client.ObjectKey, obj client.Object, uid types.UID) (bool, error) {
-	if err := s.Client.Get(ctx, key, obj); err == nil && (uid == "" || obj.GetUID() == uid) {
-		return true, nil
-	}
-	fresh, ok := obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return false, fmt.Errorf("a copy of %T is not an object", obj)
-	}
-	err := s.APIReader.Get(ctx, key, fresh)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return uid == "" || fresh.GetUID() == uid, nil
+	return existsWithUID(ctx, s.Client, s.APIReader, key, obj, uid)
 }
 
 // sweepPools removes the spec.preAllocations entries we wrote for hosts

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package integration runs the ipam code that works through the API server
-// and is not a flow of the controllers: the sweep, on a control plane
-// without the garbage collector, and the address counts, on a cache. The
-// ipam package's own tests are pure and need no control plane.
+// and is not a flow of the controllers: the sweep and the releases, on a
+// control plane without the garbage collector, with views of the cache that
+// lag the API. The ipam package's own tests are pure and need no control
+// plane.
 package integration
 
 import (
@@ -25,7 +26,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
@@ -34,10 +34,7 @@ import (
 // The sweep runs here on a control plane WITHOUT the garbage collector: as if
 // hosts had been deleted while nothing enforced their owner references, so
 // only the sweep can release their claims.
-var (
-	k8sClient  client.Client
-	restConfig *rest.Config
-)
+var k8sClient client.Client
 
 func TestMain(m *testing.M) {
 	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
@@ -45,7 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	k8sClient, restConfig = env.Client, env.Config
+	k8sClient = env.Client
 	code := m.Run()
 	_ = env.Stop()
 	os.Exit(code)
