@@ -51,6 +51,9 @@ func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if heldByClusterAPI(ctx, host) {
+		return ctrl.Result{}, nil
+	}
 	if err := r.Handoff.Reconcile(ctx, host); err != nil {
 		return requeueOnConflict(ctx, err)
 	}
