@@ -51,6 +51,10 @@ type Handoff struct {
 // Reconcile brings the Metal3Data owner references of the host's claims up
 // to date. It writes nothing when they already are.
 func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
+	if ownership.ConsumedByOthers(host) {
+		// No Metal3Data is coming: the claims stay the host's alone.
+		return nil
+	}
 	claims := &ipamv1.IPClaimList{}
 	if err := h.Client.List(ctx, claims, client.InNamespace(host.Namespace),
 		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
@@ -75,10 +79,10 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 // currentData returns the Metal3Data of the host's consumer, when the host
 // is consumed by a Metal3Machine.
 func (h *Handoff) currentData(ctx context.Context, host *bmov1alpha1.BareMetalHost) ([]capm3.Metal3Data, error) {
-	consumer := host.Spec.ConsumerRef
-	if consumer == nil || consumer.Kind != "Metal3Machine" {
+	if !ownership.ConsumedByMetal3Machine(host) {
 		return nil, nil
 	}
+	consumer := host.Spec.ConsumerRef
 	data := &capm3.Metal3DataList{}
 	if err := h.Client.List(ctx, data, client.InNamespace(host.Namespace),
 		client.MatchingFields{index.Metal3DataClaimField: consumer.Name}); err != nil {
