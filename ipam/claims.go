@@ -70,6 +70,9 @@ type Claims struct {
 	// counts them by listing the namespace's through Client (kubectl
 	// preprov, which has no cache).
 	Addresses *AddressCounts
+	// APIReader reads what the cache does not hold, such as objects of
+	// another shard (--watch-filter); the Client is used when it is nil.
+	APIReader client.Reader
 }
 
 // kindIPClaim is the kind of our claims in the writes store.
@@ -104,9 +107,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	pool := &ipamv1.IPPool{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			state.Failed = fmt.Sprintf("IPPool %q does not exist in namespace %q: create it, or fix the pool name in the template "+
-				"(IPClaims only work with a pool in the host's namespace)", poolName, host.Namespace)
-			return state, nil
+			return c.missingPool(ctx, host, state)
 		}
 		return state, fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, poolName, err)
 	}
@@ -130,8 +131,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		}
 		if err := c.Client.Create(ctx, newClaim(host, pool, state.Claim, poolAddresses)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
-				return state, nil
+				return c.claimOutsideCache(ctx, host, state)
 			}
 			return state, fmt.Errorf("creating IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 		}

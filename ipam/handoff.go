@@ -49,20 +49,27 @@ type Handoff struct {
 }
 
 // Reconcile brings the Metal3Data owner references of the host's claims up
-// to date. It writes nothing when they already are.
-func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
+// to date. It writes nothing when they already are. It tells what stops
+// the handoff when only a user can unblock it.
+func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (HandoffResult, error) {
 	if ownership.ConsumedByOthers(host) {
 		// No Metal3Data is coming: the claims stay the host's alone.
-		return nil
+		return HandoffResult{}, nil
 	}
 	claims := &ipamv1.IPClaimList{}
 	if err := h.Client.List(ctx, claims, client.InNamespace(host.Namespace),
 		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
-		return fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
+		return HandoffResult{}, fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
 	}
 	current, err := h.currentData(ctx, host)
 	if err != nil {
-		return err
+		return HandoffResult{}, err
+	}
+	var result HandoffResult
+	if len(current) == 0 {
+		if result, err = h.dataOutsideShard(ctx, host); err != nil {
+			return result, err
+		}
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
@@ -70,10 +77,10 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 			continue
 		}
 		if err := h.updateOwners(ctx, claim, current); err != nil {
-			return err
+			return result, err
 		}
 	}
-	return nil
+	return result, nil
 }
 
 // currentData returns the Metal3Data of the host's consumer, when the host
