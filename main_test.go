@@ -159,7 +159,9 @@ func TestReadyOnlyOnceTheWebhookServes(t *testing.T) {
 	})
 
 	probe := func(path string) int {
-		response, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path))
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path), http.NoBody)
+		require.NoError(t, err)
+		response, err := http.DefaultClient.Do(request)
 		if err != nil {
 			return 0
 		}

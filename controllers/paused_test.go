@@ -118,6 +118,7 @@ func TestHostsHeldByClusterAPIAreLeftAloneOnEveryPath(t *testing.T) {
 // heldVersions are the resourceVersions of the held hosts, their Secrets
 // and their claims, and of the host held before it was set up.
 func heldVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
 	versions := map[string]string{}
 	for _, name := range []string{"held", "moving"} {
 		versions["Secret "+name] = resourceVersion(t, &corev1.Secret{}, ns, baremetal.NetworkDataSecretName(name))
