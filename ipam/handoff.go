@@ -56,10 +56,9 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 		// No Metal3Data is coming: the claims stay the host's alone.
 		return HandoffResult{}, nil
 	}
-	claims := &ipamv1.IPClaimList{}
-	if err := h.Client.List(ctx, claims, client.InNamespace(host.Namespace),
-		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
-		return HandoffResult{}, fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
+	claims, err := h.claimsOf(ctx, host)
+	if err != nil || len(claims) == 0 {
+		return HandoffResult{}, err
 	}
 	current, err := h.currentData(ctx, host)
 	if err != nil {
@@ -71,16 +70,29 @@ func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost
 			return result, err
 		}
 	}
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := h.updateOwners(ctx, claim, current); err != nil {
+	for i := range claims {
+		if err := h.updateOwners(ctx, &claims[i], current); err != nil {
 			return result, err
 		}
 	}
 	return result, nil
+}
+
+// claimsOf returns the live claims of ours the host owns: what there is to
+// hand over.
+func (h *Handoff) claimsOf(ctx context.Context, host *bmov1alpha1.BareMetalHost) ([]ipamv1.IPClaim, error) {
+	list := &ipamv1.IPClaimList{}
+	if err := h.Client.List(ctx, list, client.InNamespace(host.Namespace),
+		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
+		return nil, fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	claims := list.Items[:0]
+	for _, claim := range list.Items {
+		if ownership.Ours(&claim) && ownership.OwnedByHost(&claim, host) && claim.DeletionTimestamp.IsZero() {
+			claims = append(claims, claim)
+		}
+	}
+	return claims, nil
 }
 
 // currentData returns the Metal3Data of the host's consumer, when the host
