@@ -188,14 +188,32 @@ func run(opts options) error {
 			return err
 		}
 	}
+	if err := addHealthChecks(mgr, opts.webhookPort != 0); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting manager")
+	return mgr.Start(ctx)
+}
+
+// addHealthChecks adds the liveness and readiness checks. With a webhook
+// server, both wait until it serves TLS, as Cluster API's managers do
+// (setupChecks in CAPI's main.go): a Pod reported ready before its
+// webhook serves gets API requests the API server cannot send anywhere,
+// and the template webhook fails closed.
+func addHealthChecks(mgr ctrl.Manager, webhookServing bool) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting manager")
-	return mgr.Start(ctx)
+	if !webhookServing {
+		return nil
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	return mgr.AddHealthzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }
 
 // managerOptions are the manager's options: scheme, endpoints (diagnostics

@@ -17,16 +17,26 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // updateREADME rewrites README.md's flag table: make docs-flags.
@@ -110,5 +120,75 @@ func TestDeprecatedFlags(t *testing.T) {
 				assert.False(t, opts.diagnostics.InsecureDiagnostics, "diagnostics are served over HTTPS by default")
 			}
 		})
+	}
+}
+
+// TestReadyOnlyOnceTheWebhookServes: the manager is ready, and alive, only
+// once its webhook server serves; until then the API server would send
+// template admissions to a Pod that cannot answer them.
+func TestReadyOnlyOnceTheWebhookServes(t *testing.T) {
+	certs := &envtest.WebhookInstallOptions{}
+	require.NoError(t, certs.PrepWithoutInstalling())
+	t.Cleanup(func() { _ = certs.Cleanup() })
+	healthPort, err := framework.FreePort()
+	require.NoError(t, err)
+	webhookPort, err := framework.FreePort()
+	require.NoError(t, err)
+	opts := options{}
+	fs := newFlagSet("manager", &opts, &zap.Options{})
+	require.NoError(t, fs.Parse([]string{
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), fmt.Sprintf("--webhook-port=%d", webhookPort),
+		"--webhook-cert-dir=" + certs.LocalServingCertDir, "--diagnostics-address=0",
+	}))
+	managerOpts, err := managerOptions(opts)
+	require.NoError(t, err)
+	// The webhook server starts only when the test lets it.
+	serve := make(chan struct{})
+	managerOpts.WebhookServer = gatedWebhookServer{Server: managerOpts.WebhookServer, open: serve}
+	// No controllers run: the manager reads nothing from the API server.
+	managerOpts.Cache = cache.Options{}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, managerOpts)
+	require.NoError(t, err)
+	require.NoError(t, addHealthChecks(mgr, true))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	probe := func(path string) int {
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path), http.NoBody)
+		require.NoError(t, err)
+		response, err := http.DefaultClient.Do(request)
+		if err != nil {
+			return 0
+		}
+		_ = response.Body.Close()
+		return response.StatusCode
+	}
+	// The probe server answers: the manager runs, its webhook does not serve.
+	require.Eventually(t, func() bool { return probe("/readyz/readyz") == http.StatusOK }, 10*time.Second, 50*time.Millisecond)
+	assert.NotEqual(t, http.StatusOK, probe("/readyz"), "ready before the webhook server serves")
+	assert.NotEqual(t, http.StatusOK, probe("/healthz"), "alive before the webhook server serves")
+
+	close(serve)
+	require.Eventually(t, func() bool { return probe("/readyz") == http.StatusOK && probe("/healthz") == http.StatusOK },
+		10*time.Second, 50*time.Millisecond, "not ready once the webhook server serves")
+}
+
+// gatedWebhookServer starts its webhook server once open is closed.
+type gatedWebhookServer struct {
+	webhook.Server
+	open <-chan struct{}
+}
+
+func (s gatedWebhookServer) Start(ctx context.Context) error {
+	select {
+	case <-s.open:
+		return s.Server.Start(ctx)
+	case <-ctx.Done():
+		return nil
 	}
 }

@@ -35,6 +35,12 @@ import (
 func (m *HostManager) releaseUnusedClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
 	networkData []byte,
 ) error {
+	if ownership.ConsumedByOthers(host) {
+		// Its OS may run on any of them: BMO gives the OS the
+		// pre-provisioning data when the consumer sets no network data,
+		// and no Metal3Data marks them as CAPM3's marks its claims.
+		return nil
+	}
 	if err := m.Claims.ReleaseUnused(ctx, host, pools, networkData); err != nil || m.Preallocations == nil {
 		return err
 	}

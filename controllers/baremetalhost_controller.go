@@ -79,6 +79,9 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.Manager.Forget(req.NamespacedName)
 		return ctrl.Result{}, r.Sweeper.Sweep(ctx, req.Namespace)
 	}
+	if heldByClusterAPI(ctx, host) {
+		return ctrl.Result{}, nil
+	}
 	if left, pending := r.Manager.PatchPending(host); pending {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}

@@ -18,10 +18,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
@@ -43,6 +47,8 @@ import (
 type HandoffReconciler struct {
 	Client  client.Client
 	Handoff *ipam.Handoff
+	// Recorder reports what stops a handoff that a user must unblock.
+	Recorder events.EventRecorder
 }
 
 // Reconcile hands one host's claims over.
@@ -51,11 +57,24 @@ func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, host); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.Handoff.Reconcile(ctx, host); err != nil {
+	if heldByClusterAPI(ctx, host) {
+		return ctrl.Result{}, nil
+	}
+	result, err := r.Handoff.Reconcile(ctx, host)
+	if err != nil {
 		return requeueOnConflict(ctx, err)
 	}
-	return ctrl.Result{}, nil
+	if result.OutsideShard != "" {
+		ctrl.LoggerFrom(ctx).Error(errors.New(result.OutsideShard), "The host's Metal3Data is outside its shard", "reason", ReasonShardMismatch)
+		r.Recorder.Eventf(host, nil, corev1.EventTypeWarning, ReasonShardMismatch, baremetal.EventAction, "%s", result.OutsideShard)
+	}
+	return ctrl.Result{RequeueAfter: result.RetryAfter}, nil
 }
+
+// ReasonShardMismatch is the Warning of a host whose Metal3Data lacks the
+// host's cluster.x-k8s.io/watch-filter label: the manager of the host's
+// shard does not see it.
+const ReasonShardMismatch = "PreprovisioningShardMismatch"
 
 // SetupWithManager watches the hosts we set up, their claims, and CAPM3's
 // Metal3Data.

@@ -17,6 +17,9 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -28,3 +31,18 @@ import (
 var notPausedOrMoving = predicate.NewPredicateFuncs(func(obj client.Object) bool {
 	return !ownership.PausedOrMoving(obj)
 })
+
+// heldByClusterAPI is true for a host Cluster API tells controllers to
+// leave alone. The event filter only sees the object of an event: a
+// reconcile of the host also starts from its template's, pool's, claims',
+// addresses', Secret's or Metal3Data's events, and from timed requeues.
+// So each reconciler asks again of the host itself, and writes nothing to
+// it, its Secret or its claims until the hold is over; the host's update
+// that ends the hold brings it back.
+func heldByClusterAPI(ctx context.Context, host client.Object) bool {
+	if !ownership.PausedOrMoving(host) {
+		return false
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Host is paused or being moved by Cluster API; leaving it alone")
+	return true
+}

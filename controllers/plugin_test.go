@@ -313,8 +313,19 @@ func TestPluginExplains(t *testing.T) {
 			create(t, host)
 			return "worker-0"
 		},
-		want: plugin.SituationLeftAlone,
-		says: []string{"does not look at it"},
+		want: plugin.SituationPausedByCAPI,
+		says: []string{"the host is paused by Cluster API (annotation cluster.x-k8s.io/paused", "remove the annotation"},
+	}, {
+		name: "being moved by clusterctl",
+		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
+			createPooledWorkers(t, ns, "worker-0")
+			waitForNetworkData(t, ns, "worker-0")
+			annotateHost(t, ns, "worker-0", "clusterctl.cluster.x-k8s.io/delete-for-move", "")
+			return "worker-0"
+		},
+		want: plugin.SituationBeingMoved,
+		says: []string{"clusterctl move copied the host to its target cluster", "the manager on the target cluster takes the host over"},
 	}, {
 		name: "not handed over",
 		setUp: func(t *testing.T, ns string) string {

@@ -50,11 +50,23 @@ type Options struct {
 	InspectionStallTimeout time.Duration
 }
 
-// Setup registers the field indexes and every controller with the manager.
-// The manager binary and the tests wire the controllers the same way.
+// Setup registers the field indexes, every controller and the hosts
+// metric with the manager. The manager binary and the tests wire the
+// controllers the same way.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+	standings, err := setupControllers(ctx, mgr, opts)
+	if err != nil {
 		return err
+	}
+	return metrics.Register(hostCounts{standings: standings, elected: mgr.Elected()})
+}
+
+// setupControllers registers the field indexes and every controller, and
+// returns where hosts stand for the hosts metric; the metric is registered
+// once per process (tests run a second, sharded manager).
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*baremetal.Standings, error) {
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
 	}
 	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
 	sweeper := &ipam.Sweeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
@@ -86,26 +98,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		return nil
 	})); err != nil {
-		return err
+		return nil, err
 	}
 	standings := &baremetal.Standings{Reader: mgr.GetClient(), Templates: templates}
-	if err := metrics.Register(hostCounts{standings: standings, elected: mgr.Elected()}); err != nil {
-		return err
-	}
 	if err := (&BareMetalHostReconciler{
 		Client: mgr.GetClient(), Manager: hostManager, Sweeper: sweeper,
 	}).SetupWithManager(mgr, opts.Host); err != nil {
-		return err
+		return nil, err
 	}
 	if err := (&TemplateStatusReconciler{
 		Client: mgr.GetClient(), Templates: templates, Standings: standings,
 		Recorder: mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr); err != nil {
-		return err
+		return nil, err
 	}
-	return (&HandoffReconciler{
-		Client:  mgr.GetClient(),
-		Handoff: &ipam.Handoff{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+	return standings, (&HandoffReconciler{
+		Client:   mgr.GetClient(),
+		Handoff:  &ipam.Handoff{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Recorder: mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr)
 }
 

@@ -23,7 +23,11 @@ import (
 	"testing"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -56,7 +60,7 @@ func runSuite(m *testing.M) int {
 
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
-		Cache:   CacheOptions("", ""),
+		Cache:   unshardedCacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
@@ -96,4 +100,25 @@ func zapLevel() zapcore.Level {
 		return zapcore.DebugLevel
 	}
 	return zapcore.ErrorLevel
+}
+
+// unshardedCacheOptions are the cache options of a manager without
+// --watch-filter that leaves the objects of every shard to the sharded
+// managers tests start (startShardManager): a manager without a watch
+// filter sees labelled objects too, and would act on them.
+func unshardedCacheOptions() cache.Options {
+	options := CacheOptions("", "")
+	unsharded, err := labels.NewRequirement(clusterv1.WatchLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	options.DefaultLabelSelector = labels.NewSelector().Add(*unsharded)
+	for obj, byObject := range options.ByObject {
+		if byObject.Label != nil {
+			requirements, _ := byObject.Label.Requirements()
+			byObject.Label = labels.NewSelector().Add(append(requirements, *unsharded)...)
+			options.ByObject[obj] = byObject
+		}
+	}
+	return options
 }

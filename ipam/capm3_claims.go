@@ -74,10 +74,10 @@ func (c *Claims) claimOfCAPM3(ctx context.Context, host *bmov1alpha1.BareMetalHo
 // consumerData returns the UIDs of the Metal3Data of the host's consumer
 // (CAPM3 names the Metal3DataClaim like the Metal3Machine).
 func (c *Claims) consumerData(ctx context.Context, host *bmov1alpha1.BareMetalHost) ([]types.UID, error) {
-	consumer := host.Spec.ConsumerRef
-	if consumer == nil || consumer.Kind != "Metal3Machine" {
+	if !ownership.ConsumedByMetal3Machine(host) {
 		return nil, nil
 	}
+	consumer := host.Spec.ConsumerRef
 	data := &capm3.Metal3DataList{}
 	if err := c.Client.List(ctx, data, client.InNamespace(host.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing Metal3Data in %q: %w", host.Namespace, err)

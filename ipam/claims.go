@@ -71,8 +71,10 @@ type PoolState struct {
 // Claims ensures the IPClaims of hosts and reads their addresses.
 type Claims struct {
 	Client client.Client
-	// APIReader reads past the cache, to decide again on a claim or address
-	// that changed since the cache showed it; the Client when nil.
+	// APIReader reads past the cache: to decide again on a claim or address
+	// that changed since the cache showed it, and what the cache does not
+	// hold, such as objects of another shard (--watch-filter); the Client
+	// when nil.
 	APIReader client.Reader
 	// Clock tells how long a claim has pointed at a missing IPAddress (the
 	// real clock when nil).
@@ -116,9 +118,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 	pool := &ipamv1.IPPool{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			state.Failed = fmt.Sprintf("IPPool %q does not exist in namespace %q: create it, or fix the pool name in the template "+
-				"(IPClaims only work with a pool in the host's namespace)", poolName, host.Namespace)
-			return state, nil
+			return c.missingPool(ctx, host, state)
 		}
 		return state, fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, poolName, err)
 	}
@@ -144,8 +144,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		}
 		if err := c.Client.Create(ctx, fresh); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
-				return state, nil
+				return c.claimOutsideCache(ctx, host, state)
 			}
 			return state, fmt.Errorf("creating IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
 		}

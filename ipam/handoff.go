@@ -49,36 +49,59 @@ type Handoff struct {
 }
 
 // Reconcile brings the Metal3Data owner references of the host's claims up
-// to date. It writes nothing when they already are.
-func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
-	claims := &ipamv1.IPClaimList{}
-	if err := h.Client.List(ctx, claims, client.InNamespace(host.Namespace),
-		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
-		return fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
+// to date. It writes nothing when they already are. It tells what stops
+// the handoff when only a user can unblock it.
+func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (HandoffResult, error) {
+	if ownership.ConsumedByOthers(host) {
+		// No Metal3Data is coming: the claims stay the host's alone.
+		return HandoffResult{}, nil
+	}
+	claims, err := h.claimsOf(ctx, host)
+	if err != nil || len(claims) == 0 {
+		return HandoffResult{}, err
 	}
 	current, err := h.currentData(ctx, host)
 	if err != nil {
-		return err
+		return HandoffResult{}, err
 	}
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if err := h.updateOwners(ctx, claim, current); err != nil {
-			return err
+	var result HandoffResult
+	if len(current) == 0 {
+		if result, err = h.dataOutsideShard(ctx, host); err != nil {
+			return result, err
 		}
 	}
-	return nil
+	for i := range claims {
+		if err := h.updateOwners(ctx, &claims[i], current); err != nil {
+			return result, err
+		}
+	}
+	return result, nil
+}
+
+// claimsOf returns the live claims of ours the host owns: what there is to
+// hand over.
+func (h *Handoff) claimsOf(ctx context.Context, host *bmov1alpha1.BareMetalHost) ([]ipamv1.IPClaim, error) {
+	list := &ipamv1.IPClaimList{}
+	if err := h.Client.List(ctx, list, client.InNamespace(host.Namespace),
+		client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
+		return nil, fmt.Errorf("listing the IPClaims of BareMetalHost %s/%s: %w", host.Namespace, host.Name, err)
+	}
+	claims := list.Items[:0]
+	for _, claim := range list.Items {
+		if ownership.Ours(&claim) && ownership.OwnedByHost(&claim, host) && claim.DeletionTimestamp.IsZero() {
+			claims = append(claims, claim)
+		}
+	}
+	return claims, nil
 }
 
 // currentData returns the Metal3Data of the host's consumer, when the host
 // is consumed by a Metal3Machine.
 func (h *Handoff) currentData(ctx context.Context, host *bmov1alpha1.BareMetalHost) ([]capm3.Metal3Data, error) {
-	consumer := host.Spec.ConsumerRef
-	if consumer == nil || consumer.Kind != "Metal3Machine" {
+	if !ownership.ConsumedByMetal3Machine(host) {
 		return nil, nil
 	}
+	consumer := host.Spec.ConsumerRef
 	data := &capm3.Metal3DataList{}
 	if err := h.Client.List(ctx, data, client.InNamespace(host.Namespace),
 		client.MatchingFields{index.Metal3DataClaimField: consumer.Name}); err != nil {

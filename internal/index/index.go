@@ -112,7 +112,7 @@ func preprovTemplateDataTemplate(obj client.Object) []string {
 
 func hostConsumer(obj client.Object) []string {
 	host, ok := obj.(*bmov1alpha1.BareMetalHost)
-	if !ok || host.Spec.ConsumerRef == nil || host.Spec.ConsumerRef.Kind != "Metal3Machine" {
+	if !ok || !ownership.ConsumedByMetal3Machine(host) {
 		return nil
 	}
 	return []string{host.Spec.ConsumerRef.Name}

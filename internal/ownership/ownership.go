@@ -158,6 +158,25 @@ func PausedBySomeoneElse(host metav1.Object) bool {
 	return paused && value != preprovv1.PausedForPreprovisioning
 }
 
+// kindMetal3Machine is the kind of CAPM3's consumer of a host.
+const kindMetal3Machine = "Metal3Machine"
+
+// ConsumedByMetal3Machine is true for a host that CAPM3's Metal3Machine
+// consumes (spec.consumerRef, which CAPM3 sets when it associates a host).
+func ConsumedByMetal3Machine(host *bmov1alpha1.BareMetalHost) bool {
+	ref := host.Spec.ConsumerRef
+	return ref != nil && ref.Kind == kindMetal3Machine &&
+		group(metav1.OwnerReference{APIVersion: ref.APIVersion}) == capm3.GroupVersion.Group
+}
+
+// ConsumedByOthers is true for a host consumed by something other than
+// CAPM3: BMO's HostClaim, or any consumer of a user's own. No Metal3Data
+// ever renders its addresses, so there is nothing to hand over, and
+// nothing but its claims marks the addresses its OS may run on.
+func ConsumedByOthers(host *bmov1alpha1.BareMetalHost) bool {
+	return host.Spec.ConsumerRef != nil && !ConsumedByMetal3Machine(host)
+}
+
 // PausedOrMoving is true for an object Cluster API tells controllers to
 // leave alone, as CAPI providers' ResourceNotPaused predicate does:
 //   - cluster.x-k8s.io/paused, set by a user to hold reconciliation;

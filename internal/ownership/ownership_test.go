@@ -22,6 +22,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -175,6 +176,31 @@ func TestWithHostShard(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			shardHost := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: "node-0", Labels: tt.hostLabels}}
 			assert.Equal(t, tt.want, WithHostShard(shardHost, map[string]string{"preprovisioning.metal3.io/managed": "true"}))
+		})
+	}
+}
+
+func TestConsumers(t *testing.T) {
+	tests := []struct {
+		name             string
+		consumer         *corev1.ObjectReference
+		byCAPM3, byOther bool
+	}{
+		{name: "not consumed"},
+		{name: "CAPM3's Metal3Machine", consumer: &corev1.ObjectReference{
+			APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "Metal3Machine", Name: "m-0"}, byCAPM3: true},
+		{name: "CAPM3's Metal3Machine, older version", consumer: &corev1.ObjectReference{
+			APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "Metal3Machine", Name: "m-0"}, byCAPM3: true},
+		{name: "BMO's HostClaim", consumer: &corev1.ObjectReference{
+			APIVersion: "metal3.io/v1alpha1", Kind: "HostClaim", Name: "tenant-a"}, byOther: true},
+		{name: "a kind of a user's own, named like CAPM3's", consumer: &corev1.ObjectReference{
+			APIVersion: "example.com/v1", Kind: "Metal3Machine", Name: "m-0"}, byOther: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			consumed := &bmov1alpha1.BareMetalHost{Spec: bmov1alpha1.BareMetalHostSpec{ConsumerRef: tt.consumer}}
+			assert.Equal(t, tt.byCAPM3, ConsumedByMetal3Machine(consumed))
+			assert.Equal(t, tt.byOther, ConsumedByOthers(consumed))
 		})
 	}
 }

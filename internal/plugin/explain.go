@@ -28,6 +28,8 @@ import (
 	"github.com/go-logr/logr"
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +44,8 @@ type Situation string
 
 // The situations explain tells apart.
 const (
-	SituationLeftAlone       Situation = "LeftAlone"
+	SituationPausedByCAPI    Situation = "PausedByClusterAPI"
+	SituationBeingMoved      Situation = "BeingMoved"
 	SituationBeingDeleted    Situation = "BeingDeleted"
 	SituationPausedByOthers  Situation = "PausedBySomeoneElse"
 	SituationNotHandedOver   Situation = "NotHandedOver"
@@ -96,10 +99,7 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 		return nil, err
 	}
 	if ownership.PausedOrMoving(host) {
-		result.Situation = SituationLeftAlone
-		result.Why = "Cluster API tells controllers to leave this host alone (annotation cluster.x-k8s.io/paused or " +
-			"clusterctl.cluster.x-k8s.io/delete-for-move): the controller does not look at it"
-		result.Fix = "remove cluster.x-k8s.io/paused when the hold is over; a host marked for a clusterctl move is set up on the target cluster"
+		result.Situation, result.Why, result.Fix = heldByClusterAPI(host)
 		return result, nil
 	}
 
@@ -133,6 +133,22 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 		result.Templates, err = templateSelectors(ctx, templates, host.Namespace)
 	}
 	return result, err
+}
+
+// heldByClusterAPI tells why a host that Cluster API holds is left alone
+// (ownership.PausedOrMoving): the controllers write nothing to it, its
+// Secret or its claims, whatever event or timer brings it up.
+func heldByClusterAPI(host *bmov1alpha1.BareMetalHost) (Situation, string, string) {
+	if _, moving := host.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moving {
+		return SituationBeingMoved, fmt.Sprintf("clusterctl move copied the host to its target cluster and is deleting it here "+
+				"(annotation %s): the controller leaves the host, its Secret and its IPClaims as they are", clusterctlv1.DeleteForMoveAnnotation),
+			"nothing: the manager on the target cluster takes the host over as it is"
+	}
+	return SituationPausedByCAPI, fmt.Sprintf("the host is paused by Cluster API (annotation %s, which holds every Cluster API "+
+			"controller off an object, for example around a clusterctl move): the controller leaves the host, its Secret and its "+
+			"IPClaims as they are, whatever changes meanwhile", clusterv1.PausedAnnotation),
+		fmt.Sprintf("remove the annotation %s when the hold is over; the controller then catches up with what changed meanwhile",
+			clusterv1.PausedAnnotation)
 }
 
 // templateSelectors says what each template of the namespace selects, with
