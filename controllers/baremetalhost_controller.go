@@ -75,9 +75,11 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err
 		}
 		// A deleted host takes its claims and Secret with it (owner
-		// references); the sweep catches what they cannot: pool entries.
+		// references); its sweep catches what they cannot: the addresses
+		// IPAM left behind, pool entries. The events of its claims, as the
+		// garbage collector deletes them, bring it back here.
 		r.Manager.Forget(req.NamespacedName)
-		return ctrl.Result{}, r.Sweeper.Sweep(ctx, req.Namespace)
+		return ctrl.Result{}, r.Sweeper.SweepHost(ctx, req.NamespacedName)
 	}
 	if heldByClusterAPI(ctx, host) {
 		return ctrl.Result{}, nil

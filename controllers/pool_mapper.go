@@ -84,17 +84,15 @@ func (m *poolMapper) forReleasedPreAllocation(ctx context.Context, obj client.Ob
 
 func (m *poolMapper) hostsWithFailedClaims(ctx context.Context, namespace, pool string) []reconcile.Request {
 	claims := &ipamv1.IPClaimList{}
-	if err := m.client.List(ctx, claims, client.InNamespace(namespace),
-		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+	if err := m.client.List(ctx, claims, client.InNamespace(namespace), client.MatchingFields{index.FailedClaimPoolField: pool},
+		client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims a released address can unblock")
 		return nil
 	}
 	var requests []reconcile.Request
-	for _, claim := range claims.Items {
-		if claim.Spec.Pool.Name != pool || claim.Status.ErrorMessage == nil {
-			continue
-		}
-		for _, host := range ownership.HostOwners(&claim) {
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		for _, host := range ownership.HostOwners(claim) {
 			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: host}})
 		}
 	}

@@ -271,33 +271,34 @@ func (s *Sweeper) sweepPools(ctx context.Context, namespace string) error {
 }
 
 func (s *Sweeper) sweepPool(ctx context.Context, pool *ipamv1.IPPool) error {
-	keys := ownKeys(pool)
-	if len(keys) == 0 {
-		return nil
-	}
-	kept := make([]string, 0, len(keys))
+	return s.removeEntriesOfGoneHosts(ctx, pool, ownKeys(pool))
+}
+
+// removeEntriesOfGoneHosts removes those of keys, entries of ours, whose
+// host is gone. The pool is left as read: it may be the cache's.
+func (s *Sweeper) removeEntriesOfGoneHosts(ctx context.Context, pool *ipamv1.IPPool, keys []string) error {
+	var gone []string
 	for _, key := range keys {
-		gone, err := s.hostGone(ctx, pool.Namespace, strings.TrimSuffix(key, "-"+pool.Name))
+		hostGone, err := s.hostGone(ctx, pool.Namespace, strings.TrimSuffix(key, "-"+pool.Name))
 		if err != nil {
 			return err
 		}
-		if !gone {
-			kept = append(kept, key)
+		if hostGone {
+			gone = append(gone, key)
 		}
 	}
-	if len(kept) == len(keys) {
+	if len(gone) == 0 {
 		return nil
 	}
-	original := pool.DeepCopy()
-	for _, key := range keys {
-		if !slices.Contains(kept, key) {
-			delete(pool.Spec.PreAllocations, key)
-		}
+	swept := pool.DeepCopy()
+	for _, key := range gone {
+		delete(swept.Spec.PreAllocations, key)
 	}
-	if err := setOwnKeys(pool, kept); err != nil {
+	kept := slices.DeleteFunc(ownKeys(pool), func(key string) bool { return slices.Contains(gone, key) })
+	if err := setOwnKeys(swept, kept); err != nil {
 		return err
 	}
-	if err := s.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := s.Client.Patch(ctx, swept, client.MergeFromWithOptions(pool, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("removing entries of deleted hosts from IPPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
 	return nil

@@ -52,6 +52,14 @@ const (
 	// owns them, so a host's claims are found without reading all of its
 	// namespace's claims.
 	ClaimHostField = "metadata.ownerReferences.baremetalhost"
+	// AddressClaimField indexes IPAddresses by the name of the IPClaim they
+	// were allocated to (spec.claim.name): a deleted host's addresses are
+	// found without reading all of its namespace's addresses.
+	AddressClaimField = "spec.claim.name"
+	// FailedClaimPoolField indexes our IPClaims that IPAM failed
+	// (status.errorMessage) by their pool: the claims an address freed in
+	// that pool can unblock.
+	FailedClaimPoolField = "preprovisioning.metal3.io/failed-on-pool"
 )
 
 // Register adds our field indexes to the manager's cache.
@@ -67,6 +75,12 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	}
 	if err := indexer.IndexField(ctx, &capm3.Metal3Data{}, Metal3DataClaimField, metal3DataClaim); err != nil {
 		return fmt.Errorf("indexing Metal3Data by claim: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &ipamv1.IPAddress{}, AddressClaimField, addressClaim); err != nil {
+		return fmt.Errorf("indexing IPAddresses by claim: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, FailedClaimPoolField, failedClaimPool); err != nil {
+		return fmt.Errorf("indexing failed IPClaims by pool: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, ClaimHostField, claimHost); err != nil {
 		return fmt.Errorf("indexing IPClaims by host: %w", err)
@@ -128,4 +142,20 @@ func metal3DataClaim(obj client.Object) []string {
 
 func claimHost(obj client.Object) []string {
 	return ownership.HostOwners(obj)
+}
+
+func addressClaim(obj client.Object) []string {
+	address, ok := obj.(*ipamv1.IPAddress)
+	if !ok || address.Spec.Claim.Name == "" {
+		return nil
+	}
+	return []string{address.Spec.Claim.Name}
+}
+
+func failedClaimPool(obj client.Object) []string {
+	claim, ok := obj.(*ipamv1.IPClaim)
+	if !ok || claim.Status.ErrorMessage == nil || !ownership.Ours(claim) {
+		return nil
+	}
+	return []string{claim.Spec.Pool.Name}
 }

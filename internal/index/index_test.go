@@ -20,7 +20,9 @@ import (
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -41,4 +43,35 @@ func TestHostPausedForUs(t *testing.T) {
 			assert.Equal(t, tt.want, hostPausedForUs(host))
 		})
 	}
+}
+
+func TestFailedClaimPool(t *testing.T) {
+	failed := "Exhausted IP Pools"
+	ours := map[string]string{"preprovisioning.metal3.io/managed": "true"}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		error  *string
+		want   []string
+	}{
+		{name: "ours, failed", labels: ours, error: &failed, want: []string{"provisioning"}},
+		{name: "ours, waiting or served", labels: ours},
+		{name: "someone else's, failed", error: &failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := &ipamv1.IPClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "node-0-provisioning", Labels: tt.labels},
+				Spec:       ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "provisioning"}},
+				Status:     ipamv1.IPClaimStatus{ErrorMessage: tt.error},
+			}
+			assert.Equal(t, tt.want, failedClaimPool(claim))
+		})
+	}
+}
+
+func TestAddressClaim(t *testing.T) {
+	address := &ipamv1.IPAddress{Spec: ipamv1.IPAddressSpec{Claim: corev1.ObjectReference{Name: "node-0-provisioning"}}}
+	assert.Equal(t, []string{"node-0-provisioning"}, addressClaim(address))
+	assert.Nil(t, addressClaim(&ipamv1.IPAddress{}))
 }

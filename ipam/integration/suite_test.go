@@ -34,7 +34,10 @@ import (
 // The sweep runs here on a control plane WITHOUT the garbage collector: as if
 // hosts had been deleted while nothing enforced their owner references, so
 // only the sweep can release their claims.
-var k8sClient client.Client
+var (
+	testEnv   *framework.ControlPlane
+	k8sClient client.Client
+)
 
 func TestMain(m *testing.M) {
 	env, err := framework.StartControlPlane(framework.StartControlPlaneInput{})
@@ -42,7 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	k8sClient = env.Client
+	testEnv, k8sClient = env, env.Client
 	code := m.Run()
 	_ = env.Stop()
 	os.Exit(code)
