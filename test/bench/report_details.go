@@ -36,6 +36,9 @@ func (r report) callsPerHost(title string, calls func(runResult) map[apiCall]int
 			kinds[call] = true
 		}
 	}
+	if len(kinds) == 0 {
+		return section{title: title, notes: []string{"None."}}
+	}
 	for _, call := range sortedCalls(kinds) {
 		row := []string{call.String()}
 		for _, run := range r.runs {
