@@ -19,7 +19,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"strings"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -36,18 +37,26 @@ import (
 // the claim "<Metal3Data>-<pool>" before "<bmh>-<pool>", so such a host's
 // claims "<host>-<pool>" meet those of the host that Metal3Data is for.
 // Warnings only: the names meet only once CAPM3 makes that Metal3Data.
+//
+// Names are all it reads, from the manager's cache (slim hosts): a
+// namespace holds thousands of hosts, each mostly inspection data, and a
+// dry run (kubectl apply --dry-run=server) is as frequent as a write.
 func (v templateValidator) capm3NameWarnings(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) admission.Warnings {
 	selector, err := baremetal.HostSelector(template.Spec.HostSelector)
 	if err != nil || v.reader == nil {
 		return nil
 	}
+	// A cache still filling (the manager has just started) delays no write.
+	ctx, cancel := context.WithTimeout(ctx, cacheWaitForWarnings)
+	defer cancel()
 	dataTemplates := &capm3.Metal3DataTemplateList{}
-	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace)); err != nil || len(dataTemplates.Items) == 0 {
+	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace), client.UnsafeDisableDeepCopy); err != nil ||
+		len(dataTemplates.Items) == 0 {
 		return nil
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	if err := v.reader.List(ctx, hosts, client.InNamespace(template.Namespace),
-		client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var warnings admission.Warnings
@@ -64,6 +73,13 @@ func (v templateValidator) capm3NameWarnings(ctx context.Context, template *prep
 	return warnings
 }
 
+// cacheWaitForWarnings bounds how long a request waits for the cache to
+// fill before it is admitted without warnings; the API server gives a
+// webhook 10 s.
+const cacheWaitForWarnings = 3 * time.Second
+
+// namedLikeData is true for "<dataTemplateName>-<digits>".
 func namedLikeData(hostName, dataTemplateName string) bool {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(dataTemplateName) + `-[0-9]+$`).MatchString(hostName)
+	index, ok := strings.CutPrefix(hostName, dataTemplateName+"-")
+	return ok && index != "" && strings.Trim(index, "0123456789") == ""
 }

@@ -44,7 +44,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 	mgr.GetWebhookServer().Register(autoPausePath, &webhook.Admission{Handler: autoPauser{decoder: admission.NewDecoder(mgr.GetScheme())}})
 	return ctrl.NewWebhookManagedBy(mgr, &preprovv1.Metal3PreprovisioningTemplate{}).
 		WithDefaulter(templateDefaulter{}).
-		WithValidator(templateValidator{reader: mgr.GetAPIReader()}).
+		WithValidator(templateValidator{reader: mgr.GetClient()}).
 		Complete()
 }
 
@@ -54,6 +54,7 @@ var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Ki
 // would select every host of its namespace, and warns about hosts whose
 // names meet CAPM3's.
 type templateValidator struct {
+	// reader is the manager's cache: the webhook runs in the manager.
 	reader client.Reader
 }
 
