@@ -46,9 +46,9 @@ import (
 // keys in a pool annotation reached the API's 256 KiB limit.
 const entriesAtScale = 10000
 
-// A pool holding 10,000 of our entries still takes the next hosts, each
-// with one pool write and no conflict when they come together, through the
-// manager's own cache; the sweep still removes the entries of deleted hosts,
+// A pool holding 10,000 of our entries still takes the next hosts, with
+// one pool write for the hosts that come together and no conflict, through
+// the manager's own cache; the sweep still removes the entries of deleted hosts,
 // in one write, and never an entry someone else wrote.
 func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,6 +75,7 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	preallocations := &ipam.Preallocations{Client: c}
 	var wg sync.WaitGroup
 	errs := make([]error, next)
+	start := time.Now()
 	for i := range next {
 		wg.Go(func() {
 			host := fixtures.Host(ns.Name, fmt.Sprintf("next-%02d", i), "", nil)
@@ -85,10 +86,15 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("%d hosts recorded at once in a pool of %d entries in %s", next, entriesAtScale, time.Since(start).Round(time.Millisecond))
 	for i, err := range errs {
 		require.NoError(t, err, "host next-%02d", i)
 	}
-	assert.EqualValues(t, next, patches.Load(), "pool writes for %d hosts", next)
+	recorded := patches.Load()
+	t.Logf("%d pool writes for %d hosts: %.2f per host", recorded, next, float64(recorded)/next)
+	// The first host's write is under way when the others come: they share
+	// the next one (a few more on a slow machine).
+	assert.LessOrEqual(t, recorded, int64(next/5), "pool writes for %d hosts recording at once", next)
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
 	assert.Len(t, pool.Spec.PreAllocations, entriesAtScale+1+next)
 	assert.Equal(t, ipamv1.IPAddressStr("10.0.250.50"), pool.Spec.PreAllocations["next-49-provisioning"])
@@ -97,13 +103,15 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 		len(pool.Spec.PreAllocations), jsonSize(t, pool.Spec.PreAllocations), ourRecordSize(pool))
 
 	// All hosts but "alive" are gone (the next ones were never created).
+	start = time.Now()
 	require.NoError(t, (&ipam.Sweeper{Client: c, APIReader: k8sClient}).Sweep(ctx, ns.Name))
+	t.Logf("the sweep of %d entries took %s", entriesAtScale+next, time.Since(start).Round(time.Millisecond))
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
 	assert.Equal(t, map[string]ipamv1.IPAddressStr{
 		"users-own-provisioning":              "10.0.255.1",
 		ipam.ClaimName(alive.Name, pool.Name): ipAtScale(0),
 	}, pool.Spec.PreAllocations)
-	assert.EqualValues(t, next+1, patches.Load(), "the sweep removes all entries of deleted hosts in one write")
+	assert.Equal(t, recorded+1, patches.Load(), "the sweep removes all entries of deleted hosts in one write")
 }
 
 // recordAsOurs writes entries as the backstop does, with its field
