@@ -110,23 +110,3 @@ func waitForWarnings(t *testing.T, write func(warned client.Client) error, n int
 		assert.Len(c, warningsOf(c, write), n)
 	}, 30*time.Second, 100*time.Millisecond)
 }
-
-func TestNamedLikeData(t *testing.T) {
-	for _, tt := range []struct {
-		host, dataTemplate string
-		want               bool
-	}{
-		{host: "pooled-3", dataTemplate: "pooled", want: true},
-		{host: "pooled-12", dataTemplate: "pooled", want: true},
-		{host: "pooled", dataTemplate: "pooled"},
-		{host: "pooled-", dataTemplate: "pooled"},
-		{host: "pooled-3a", dataTemplate: "pooled"},
-		{host: "pooled-a-3", dataTemplate: "pooled"},
-		{host: "xpooled-3", dataTemplate: "pooled"},
-		// The template's name is matched as written, not as a pattern.
-		{host: "rackxa-3", dataTemplate: "rack.a"},
-		{host: "rack.a-3", dataTemplate: "rack.a", want: true},
-	} {
-		assert.Equal(t, tt.want, namedLikeData(tt.host, tt.dataTemplate), "host %q, Metal3DataTemplate %q", tt.host, tt.dataTemplate)
-	}
-}

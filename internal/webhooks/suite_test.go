@@ -97,7 +97,7 @@ func startControlPlaneAndWebhooks() error {
 		}),
 	})
 	if err == nil {
-		err = SetupWebhooksWithManager(mgr)
+		err = SetupWebhooksWithManager(context.Background(), mgr)
 	}
 	if err != nil {
 		return errors.Join(err, env.Stop())

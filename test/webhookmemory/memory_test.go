@@ -90,22 +90,24 @@ func TestWebhookMemoryDuringDryRuns(t *testing.T) {
 		},
 	}
 	dryRun := func() error { return cp.Client.Create(ctx, template.DeepCopy(), client.DryRunAll) }
-	// The first request may start the cache's watches; then the manager settles.
-	require.NoError(t, dryRun())
+	// The manager settles (its controllers handle the initial list), then the
+	// first request may start the cache's watches.
 	settle(t, manager)
+	require.NoError(t, dryRun())
 
-	before := procStatus(t, manager.PID())
+	before, heapBefore, allocatedBefore := procStatus(t, manager.PID()), heapAlloc(manager), allocated(manager)
 	resetPeakRSS(t, manager.PID())
 	sampler := startSampling(manager)
 	start = time.Now()
-	runDryRuns(t, dryRun)
+	failed := runDryRuns(t, dryRun)
 	elapsed := time.Since(start)
 	peakHeap := sampler.stop()
 	after := procStatus(t, manager.PID())
-	t.Logf("manager, %d hosts, %d dry runs (%d at a time) in %s (%s each): RSS before %s, peak during %s (VmHWM), after %s; "+
-		"peak heap during %s",
-		hosts, dryRuns, dryRunsAtOnce, elapsed.Round(time.Millisecond), (elapsed / dryRuns).Round(time.Millisecond),
-		mib(before["VmRSS"]), mib(after["VmHWM"]), mib(after["VmRSS"]), mib(peakHeap))
+	perDryRun := (allocated(manager) - allocatedBefore) / dryRuns
+	t.Logf("manager, %d hosts, %d dry runs (%d at a time, %d failed) in %s (%s each): RSS before %s, peak during %s (VmHWM), "+
+		"after %s; heap before %s, peak during %s; allocated per dry run (with the metrics scrapes) %s",
+		hosts, dryRuns, dryRunsAtOnce, failed, elapsed.Round(time.Millisecond), (elapsed / dryRuns).Round(time.Millisecond),
+		mib(before["VmRSS"]), mib(after["VmHWM"]), mib(after["VmRSS"]), mib(heapBefore), mib(peakHeap), mib(perDryRun))
 }
 
 // buildManager builds the manager from the working tree, unless
@@ -234,7 +236,9 @@ func settle(t *testing.T, manager *framework.ManagerProcess) {
 	}, 5*time.Minute, 5*time.Second)
 }
 
-func runDryRuns(t *testing.T, dryRun func() error) {
+// runDryRuns runs the dry runs and returns how many failed (the API
+// server gives a webhook 10 s); the first failure is logged.
+func runDryRuns(t *testing.T, dryRun func() error) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, dryRuns)
@@ -247,9 +251,16 @@ func runDryRuns(t *testing.T, dryRun func() error) {
 	}
 	wg.Wait()
 	close(errs)
+	failed := 0
 	for err := range errs {
-		require.NoError(t, err)
+		if err != nil && failed == 0 {
+			t.Logf("a dry run failed: %v", err)
+		}
+		if err != nil {
+			failed++
+		}
 	}
+	return failed
 }
 
 // sampler records the largest heap the manager's metrics report.
@@ -290,6 +301,15 @@ func heapAlloc(manager *framework.ManagerProcess) float64 {
 	return metrics.Sum("go_memstats_heap_alloc_bytes")
 }
 
+// allocated is the bytes the manager has allocated since it started.
+func allocated(manager *framework.ManagerProcess) float64 {
+	metrics, err := manager.Metrics(context.Background())
+	if err != nil {
+		return 0
+	}
+	return metrics.Sum("go_memstats_alloc_bytes_total")
+}
+
 // procStatus reads the "kB" lines of /proc/<pid>/status, in bytes.
 func procStatus(t *testing.T, pid int) map[string]float64 {
 	t.Helper()
@@ -314,4 +334,4 @@ func resetPeakRSS(t *testing.T, pid int) {
 	require.NoError(t, os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o600))
 }
 
-func mib(bytes float64) string { return fmt.Sprintf("%.0f MiB", bytes/(1<<20)) }
+func mib(bytes float64) string { return fmt.Sprintf("%.1f MiB", bytes/(1<<20)) }
