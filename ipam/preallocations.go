@@ -29,6 +29,7 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -224,7 +225,8 @@ func legacyKeys(pool *ipamv1.IPPool) []string {
 // our field manager's record itself; the earlier versions' annotation keeps
 // only its keys among keys, and goes when none is left.
 func setOwnKeys(pool *ipamv1.IPPool, keys []string) error {
-	legacy := slices.DeleteFunc(legacyKeys(pool), func(key string) bool { return !slices.Contains(keys, key) })
+	left := sets.New(keys...)
+	legacy := slices.DeleteFunc(legacyKeys(pool), func(key string) bool { return !left.Has(key) })
 	if len(legacy) == 0 {
 		delete(pool.Annotations, PreallocatedForAnnotation)
 		return nil
