@@ -184,7 +184,7 @@ func run(opts options) error {
 		return err
 	}
 	if opts.webhookPort != 0 {
-		if err := webhooks.SetupWebhooksWithManager(mgr); err != nil {
+		if err := webhooks.SetupWebhooksWithManager(ctx, mgr); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -294,7 +295,8 @@ func (s *Sweeper) removeEntriesOfGoneHosts(ctx context.Context, pool *ipamv1.IPP
 	for _, key := range gone {
 		delete(swept.Spec.PreAllocations, key)
 	}
-	kept := slices.DeleteFunc(ownKeys(pool), func(key string) bool { return slices.Contains(gone, key) })
+	removed := sets.New(gone...)
+	kept := slices.DeleteFunc(ownKeys(pool), removed.Has)
 	if err := setOwnKeys(swept, kept); err != nil {
 		return err
 	}

@@ -85,4 +85,10 @@ const (
 	NetworkDataKey = "networkData"
 	// NetworkDataSecretSuffix makes the Secret name "<bmh>-preprov-networkdata".
 	NetworkDataSecretSuffix = "-preprov-networkdata"
+
+	// PreallocationsFieldManager is the field manager of our writes of an
+	// IPPool's spec.preAllocations entries (--pool-preallocations). The API
+	// server's record of its fields (metadata.managedFields) is the list of
+	// the entries that are ours.
+	PreallocationsFieldManager = "capm3-preprov-preallocations"
 )

@@ -21,6 +21,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -60,7 +61,21 @@ const (
 	// (status.errorMessage) by their pool: the claims an address freed in
 	// that pool can unblock.
 	FailedClaimPoolField = "preprovisioning.metal3.io/failed-on-pool"
+	// HostNameStemField indexes BareMetalHosts named "<stem>-<digits>" by
+	// <stem>: the Metal3DataTemplate whose Metal3Data CAPM3 would name like
+	// the host. The template webhook finds such hosts without reading all
+	// the hosts a template selects.
+	HostNameStemField = "metadata.name.stem"
 )
+
+// RegisterHostNameStem adds HostNameStemField to the manager's cache; the
+// webhooks register it, as the manager may run them alone.
+func RegisterHostNameStem(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &bmov1alpha1.BareMetalHost{}, HostNameStemField, hostNameStem); err != nil {
+		return fmt.Errorf("indexing BareMetalHosts by name stem: %w", err)
+	}
+	return nil
+}
 
 // Register adds our field indexes to the manager's cache.
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
@@ -158,4 +173,13 @@ func failedClaimPool(obj client.Object) []string {
 		return nil
 	}
 	return []string{claim.Spec.Pool.Name}
+}
+
+func hostNameStem(obj client.Object) []string {
+	name := obj.GetName()
+	dash := strings.LastIndexByte(name, '-')
+	if dash <= 0 || dash == len(name)-1 || strings.Trim(name[dash+1:], "0123456789") != "" {
+		return nil
+	}
+	return []string{name[:dash]}
 }

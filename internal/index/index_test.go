@@ -75,3 +75,23 @@ func TestAddressClaim(t *testing.T) {
 	assert.Equal(t, []string{"node-0-provisioning"}, addressClaim(address))
 	assert.Nil(t, addressClaim(&ipamv1.IPAddress{}))
 }
+
+func TestHostNameStem(t *testing.T) {
+	for _, tt := range []struct {
+		host string
+		want []string
+	}{
+		{host: "pooled-3", want: []string{"pooled"}},
+		{host: "pooled-12", want: []string{"pooled"}},
+		{host: "pool-2-3", want: []string{"pool-2"}},
+		{host: "rack.a-3", want: []string{"rack.a"}},
+		{host: "pooled"},
+		{host: "pooled-"},
+		{host: "-3"},
+		{host: "pooled-3a"},
+		{host: "pooled-a"},
+	} {
+		host := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Name: tt.host}}
+		assert.Equal(t, tt.want, hostNameStem(host), "host %q", tt.host)
+	}
+}

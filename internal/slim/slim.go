@@ -20,10 +20,14 @@ limitations under the License.
 package slim
 
 import (
+	"slices"
+
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 )
 
 // Host keeps of a BareMetalHost only what we read: its metadata, the
@@ -75,14 +79,17 @@ func HostCopy(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 	return slim
 }
 
-// Pool drops an IPPool's status and managed fields: we never
-// read them, and the status's allocations grow with every claim, so keeping
-// them would make each read of a pool from the cache (a deep copy) cost
-// O(hosts). Pool patches stay correct: they are computed between two copies
-// of the cached object.
+// Pool drops an IPPool's status and the managed fields of every field
+// manager but ours of spec.preAllocations (which say which entries we wrote):
+// we never read them, and the status's allocations grow with every claim, so
+// keeping them would make each read of a pool from the cache (a deep copy)
+// cost O(hosts). Pool patches stay correct: they are computed between two
+// copies of the cached object.
 func Pool(obj any) (any, error) {
 	if pool, ok := obj.(*ipamv1.IPPool); ok {
-		pool.ManagedFields = nil
+		pool.ManagedFields = slices.DeleteFunc(pool.ManagedFields, func(entry metav1.ManagedFieldsEntry) bool {
+			return entry.Manager != preprovv1.PreallocationsFieldManager
+		})
 		pool.Status = ipamv1.IPPoolStatus{}
 	}
 	return obj, nil

@@ -28,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 )
 
 func TestHostKeepsWhatWeRead(t *testing.T) {
@@ -101,12 +103,12 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 	assert.Same(t, other, passed)
 }
 
-func TestPoolKeepsTheSpec(t *testing.T) {
+func TestPoolKeepsTheSpecAndOurPreallocationsRecord(t *testing.T) {
 	pool := &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "provisioning", Namespace: "metal3", ResourceVersion: "7",
 			Annotations:   map[string]string{"preprovisioning.metal3.io/preallocations": `["node-0-provisioning"]`},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ipam"}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ipam"}, {Manager: preprovv1.PreallocationsFieldManager}},
 		},
 		Spec: ipamv1.IPPoolSpec{
 			Pools:          []ipamv1.Pool{{Start: ptr.To(ipamv1.IPAddressStr("10.0.0.10")), End: ptr.To(ipamv1.IPAddressStr("10.0.0.20"))}},
@@ -116,7 +118,7 @@ func TestPoolKeepsTheSpec(t *testing.T) {
 		Status: ipamv1.IPPoolStatus{Allocations: map[string]ipamv1.IPAddressStr{"node-0-provisioning": "10.0.0.10"}},
 	}
 	want := pool.DeepCopy()
-	want.ManagedFields = nil
+	want.ManagedFields = want.ManagedFields[1:]
 	want.Status = ipamv1.IPPoolStatus{}
 
 	slimmed, err := Pool(pool)

@@ -19,7 +19,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -28,6 +28,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 )
 
 // capm3NameWarnings warns about the hosts the template selects that are
@@ -36,26 +37,31 @@ import (
 // the claim "<Metal3Data>-<pool>" before "<bmh>-<pool>", so such a host's
 // claims "<host>-<pool>" meet those of the host that Metal3Data is for.
 // Warnings only: the names meet only once CAPM3 makes that Metal3Data.
+//
+// It reads the manager's cache (slim hosts), and through an index only the
+// hosts so named: a namespace holds thousands of hosts, each mostly
+// inspection data, and a dry run (kubectl apply --dry-run=server) is as
+// frequent as a write.
 func (v templateValidator) capm3NameWarnings(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) admission.Warnings {
 	selector, err := baremetal.HostSelector(template.Spec.HostSelector)
 	if err != nil || v.reader == nil {
 		return nil
 	}
+	// A cache still filling (the manager has just started) delays no write.
+	ctx, cancel := context.WithTimeout(ctx, cacheWaitForWarnings)
+	defer cancel()
 	dataTemplates := &capm3.Metal3DataTemplateList{}
-	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace)); err != nil || len(dataTemplates.Items) == 0 {
-		return nil
-	}
-	hosts := &bmov1alpha1.BareMetalHostList{}
-	if err := v.reader.List(ctx, hosts, client.InNamespace(template.Namespace),
-		client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var warnings admission.Warnings
-	for _, host := range hosts.Items {
-		for _, dataTemplate := range dataTemplates.Items {
-			if !namedLikeData(host.Name, dataTemplate.Name) {
-				continue
-			}
+	for _, dataTemplate := range dataTemplates.Items {
+		hosts := &bmov1alpha1.BareMetalHostList{}
+		if err := v.reader.List(ctx, hosts, client.InNamespace(template.Namespace), client.UnsafeDisableDeepCopy,
+			client.MatchingFields{index.HostNameStemField: dataTemplate.Name}, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil
+		}
+		for _, host := range hosts.Items {
 			warnings = append(warnings, fmt.Sprintf("BareMetalHost %q, which this template selects, is named like a Metal3Data of "+
 				"Metal3DataTemplate %q (CAPM3 names them <Metal3DataTemplate>-<index> and looks up the IPClaim <Metal3Data>-<pool> "+
 				"before <host>-<pool>): its IPClaims can meet another host's; rename the host", host.Name, dataTemplate.Name))
@@ -64,6 +70,7 @@ func (v templateValidator) capm3NameWarnings(ctx context.Context, template *prep
 	return warnings
 }
 
-func namedLikeData(hostName, dataTemplateName string) bool {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(dataTemplateName) + `-[0-9]+$`).MatchString(hostName)
-}
+// cacheWaitForWarnings bounds how long a request waits for the cache to
+// fill before it is admitted without warnings; the API server gives a
+// webhook 10 s.
+const cacheWaitForWarnings = 3 * time.Second

@@ -20,6 +20,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -53,55 +54,59 @@ func TestTemplateSelectingAHostNamedLikeAMetal3DataIsWarned(t *testing.T) {
 	c := apiClient(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "webhook-names-"}}
 	require.NoError(t, c.Create(ctx, ns))
-	recorder := &warningsRecorder{}
-	config := rest.CopyConfig(restConfig)
-	config.WarningHandler = recorder
-	warned, err := client.New(config, client.Options{Scheme: c.Scheme()})
-	require.NoError(t, err)
+	template := createNamedLikeDataFixtures(t, ns.Name)
 
+	// The webhook reads the manager's cache: wait until it has the hosts.
+	waitForWarnings(t, func(warned client.Client) error { return warned.Create(ctx, template.DeepCopy(), client.DryRunAll) }, 1)
+	warnings := warningsOf(t, func(warned client.Client) error { return warned.Create(ctx, template) })
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], `BareMetalHost "pooled-3", which this template selects, is named like a Metal3Data of Metal3DataTemplate "pooled"`)
+	assert.Contains(t, warnings[0], "rename the host")
+}
+
+// createNamedLikeDataFixtures creates a Metal3DataTemplate "pooled" and two
+// hosts of rack r1, "pooled-3" and "rack-r1-node-7", and returns a template
+// (not created) selecting them.
+func createNamedLikeDataFixtures(t *testing.T, namespace string) *preprovv1.Metal3PreprovisioningTemplate {
+	t.Helper()
 	racked := map[string]string{"rack": "r1"}
 	for _, obj := range []client.Object{
 		&capm3.Metal3DataTemplate{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pooled"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pooled"},
 			Spec:       capm3.Metal3DataTemplateSpec{ClusterName: "preprov"},
 		},
-		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "pooled-3", Labels: racked}},
-		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rack-r1-node-7", Labels: racked}},
+		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pooled-3", Labels: racked}},
+		&bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "rack-r1-node-7", Labels: racked}},
 	} {
-		require.NoError(t, c.Create(ctx, obj))
+		require.NoError(t, k8sClient.Create(context.Background(), obj))
 	}
-
-	template := &preprovv1.Metal3PreprovisioningTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rack-r1"},
+	return &preprovv1.Metal3PreprovisioningTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "rack-r1"},
 		Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
 			HostSelector:    capm3.HostSelector{MatchLabels: racked},
 			DataTemplateRef: &corev1.LocalObjectReference{Name: "pooled"},
 		},
 	}
-	require.NoError(t, warned.Create(ctx, template))
-	recorder.mu.Lock()
-	defer recorder.mu.Unlock()
-	require.Len(t, recorder.warnings, 1)
-	assert.Contains(t, recorder.warnings[0], `BareMetalHost "pooled-3", which this template selects, is named like a Metal3Data of Metal3DataTemplate "pooled"`)
-	assert.Contains(t, recorder.warnings[0], "rename the host")
 }
 
-func TestNamedLikeData(t *testing.T) {
-	for _, tt := range []struct {
-		host, dataTemplate string
-		want               bool
-	}{
-		{host: "pooled-3", dataTemplate: "pooled", want: true},
-		{host: "pooled-12", dataTemplate: "pooled", want: true},
-		{host: "pooled", dataTemplate: "pooled"},
-		{host: "pooled-", dataTemplate: "pooled"},
-		{host: "pooled-3a", dataTemplate: "pooled"},
-		{host: "pooled-a-3", dataTemplate: "pooled"},
-		{host: "xpooled-3", dataTemplate: "pooled"},
-		// The template's name is matched as written, not as a pattern.
-		{host: "rackxa-3", dataTemplate: "rack.a"},
-		{host: "rack.a-3", dataTemplate: "rack.a", want: true},
-	} {
-		assert.Equal(t, tt.want, namedLikeData(tt.host, tt.dataTemplate), "host %q, Metal3DataTemplate %q", tt.host, tt.dataTemplate)
-	}
+// warningsOf runs write with a client that keeps the API server's warnings,
+// requires it to succeed and returns the warnings.
+func warningsOf(t require.TestingT, write func(warned client.Client) error) []string {
+	recorder := &warningsRecorder{}
+	config := rest.CopyConfig(restConfig)
+	config.WarningHandler = recorder
+	warned, err := client.New(config, client.Options{Scheme: k8sClient.Scheme()})
+	require.NoError(t, err)
+	require.NoError(t, write(warned))
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	return recorder.warnings
+}
+
+// waitForWarnings waits until write (a dry run) gets n warnings.
+func waitForWarnings(t *testing.T, write func(warned client.Client) error, n int) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, warningsOf(c, write), n)
+	}, 30*time.Second, 100*time.Millisecond)
 }

@@ -32,6 +32,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 )
 
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3preprovisioningtemplate,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=create;update,versions=v1beta1,name=validation.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1
@@ -39,12 +40,15 @@ import (
 
 // SetupWebhooksWithManager registers the defaulting and validating webhooks
 // of Metal3PreprovisioningTemplate and the BareMetalHost auto-pause webhook
-// with the manager's webhook server.
-func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+// with the manager's webhook server, and the cache index they read.
+func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := index.RegisterHostNameStem(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	mgr.GetWebhookServer().Register(autoPausePath, &webhook.Admission{Handler: autoPauser{decoder: admission.NewDecoder(mgr.GetScheme())}})
 	return ctrl.NewWebhookManagedBy(mgr, &preprovv1.Metal3PreprovisioningTemplate{}).
 		WithDefaulter(templateDefaulter{}).
-		WithValidator(templateValidator{reader: mgr.GetAPIReader()}).
+		WithValidator(templateValidator{reader: mgr.GetClient()}).
 		Complete()
 }
 
@@ -54,6 +58,7 @@ var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Ki
 // would select every host of its namespace, and warns about hosts whose
 // names meet CAPM3's.
 type templateValidator struct {
+	// reader is the manager's cache: the webhook runs in the manager.
 	reader client.Reader
 }
 

@@ -46,6 +46,9 @@ var (
 	k8sClient      client.Client
 	restConfig     *rest.Config
 	webhookStarted healthz.Checker
+	// managerReads counts the reads the webhooks' manager sends to the API
+	// server past its watches.
+	managerReads = &apiReads{}
 
 	// startSuite starts the control plane and the webhooks, once;
 	// stopSuite stops them.
@@ -84,7 +87,9 @@ func startControlPlaneAndWebhooks() error {
 		return err
 	}
 	hooks := env.Webhook
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	config := rest.CopyConfig(env.Config)
+	config.Wrap(managerReads.wrap)
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:  env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -92,7 +97,7 @@ func startControlPlaneAndWebhooks() error {
 		}),
 	})
 	if err == nil {
-		err = SetupWebhooksWithManager(mgr)
+		err = SetupWebhooksWithManager(context.Background(), mgr)
 	}
 	if err != nil {
 		return errors.Join(err, env.Stop())

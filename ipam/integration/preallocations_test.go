@@ -1,0 +1,185 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/controllers"
+	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
+)
+
+// entriesAtScale is past the ~6,000 keys per pool at which the list of our
+// keys in a pool annotation reached the API's 256 KiB limit.
+const entriesAtScale = 10000
+
+// A pool holding 10,000 of our entries still takes the next hosts, with
+// one pool write for the hosts that come together and no conflict, through
+// the manager's own cache; the sweep still removes the entries of deleted hosts,
+// in one write, and never an entry someone else wrote.
+func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "preallocations-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.255.250", "10.0.0.1")
+	pool.Spec.Prefix = 16
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}
+	require.NoError(t, k8sClient.Create(ctx, pool))
+	recordAsOurs(t, pool, scaleEntries())
+	alive := fixtures.Host(ns.Name, hostAtScale(0), "52:54:00:aa:bb:01", nil)
+	require.NoError(t, k8sClient.Create(ctx, alive))
+
+	c, patches := cachedPoolPatchCounter(ctx, t, ns.Name)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		cached := &ipamv1.IPPool{}
+		assert.NoError(collect, c.Get(ctx, client.ObjectKeyFromObject(pool), cached))
+		assert.Len(collect, cached.Spec.PreAllocations, entriesAtScale+1)
+	}, 30*time.Second, 100*time.Millisecond)
+
+	// The next hosts come together.
+	const next = 50
+	preallocations := &ipam.Preallocations{Client: c}
+	var wg sync.WaitGroup
+	errs := make([]error, next)
+	start := time.Now()
+	for i := range next {
+		wg.Go(func() {
+			host := fixtures.Host(ns.Name, fmt.Sprintf("next-%02d", i), "", nil)
+			errs[i] = preallocations.Ensure(ctx, host, []ipam.PoolState{{
+				Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name),
+				Address: &networkdata.Address{IP: fmt.Sprintf("10.0.250.%d", i+1), Prefix: 16},
+			}})
+		})
+	}
+	wg.Wait()
+	t.Logf("%d hosts recorded at once in a pool of %d entries in %s", next, entriesAtScale, time.Since(start).Round(time.Millisecond))
+	for i, err := range errs {
+		require.NoError(t, err, "host next-%02d", i)
+	}
+	recorded := patches.Load()
+	t.Logf("%d pool writes for %d hosts: %.2f per host", recorded, next, float64(recorded)/next)
+	// The first host's write is under way when the others come: they share
+	// the next one (a few more on a slow machine).
+	assert.LessOrEqual(t, recorded, int64(next/5), "pool writes for %d hosts recording at once", next)
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+	assert.Len(t, pool.Spec.PreAllocations, entriesAtScale+1+next)
+	assert.Equal(t, ipamv1.IPAddressStr("10.0.250.50"), pool.Spec.PreAllocations["next-49-provisioning"])
+	assert.NotContains(t, pool.Annotations, ipam.PreallocatedForAnnotation, "a list of our keys grows with the pool")
+	t.Logf("IPPool with %d entries: %d bytes of spec.preAllocations, %d bytes of our managed fields record",
+		len(pool.Spec.PreAllocations), jsonSize(t, pool.Spec.PreAllocations), ourRecordSize(pool))
+
+	// All hosts but "alive" are gone (the next ones were never created).
+	start = time.Now()
+	require.NoError(t, (&ipam.Sweeper{Client: c, APIReader: k8sClient}).Sweep(ctx, ns.Name))
+	t.Logf("the sweep of %d entries took %s", entriesAtScale+next, time.Since(start).Round(time.Millisecond))
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+	assert.Equal(t, map[string]ipamv1.IPAddressStr{
+		"users-own-provisioning":              "10.0.255.1",
+		ipam.ClaimName(alive.Name, pool.Name): ipAtScale(0),
+	}, pool.Spec.PreAllocations)
+	assert.Equal(t, recorded+1, patches.Load(), "the sweep removes all entries of deleted hosts in one write")
+}
+
+// recordAsOurs writes entries as the backstop does, with its field
+// manager, in one patch (the test's stand-in for hosts recorded over time).
+func recordAsOurs(t *testing.T, pool *ipamv1.IPPool, entries map[string]ipamv1.IPAddressStr) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"preAllocations": entries}})
+	require.NoError(t, err)
+	require.NoError(t, k8sClient.Patch(context.Background(), pool, client.RawPatch(types.MergePatchType, patch),
+		client.FieldOwner(preprovv1.PreallocationsFieldManager)))
+}
+
+func scaleEntries() map[string]ipamv1.IPAddressStr {
+	entries := make(map[string]ipamv1.IPAddressStr, entriesAtScale)
+	for i := range entriesAtScale {
+		entries[ipam.ClaimName(hostAtScale(i), "provisioning")] = ipAtScale(i)
+	}
+	return entries
+}
+
+// hostAtScale names hosts as racks of 100 are named.
+func hostAtScale(i int) string { return fmt.Sprintf("rack-%03d-node-%02d", i/100, i%100) }
+
+func ipAtScale(i int) ipamv1.IPAddressStr {
+	return ipamv1.IPAddressStr(fmt.Sprintf("10.0.%d.%d", 1+i/200, 10+i%200))
+}
+
+// cachedPoolPatchCounter is a client that reads from a cache of the
+// namespace made as the manager's (slim pools) and counts IPPool patches.
+func cachedPoolPatchCounter(ctx context.Context, t *testing.T, namespace string) (client.Client, *atomic.Int64) {
+	t.Helper()
+	options := controllers.CacheOptions(namespace, "")
+	options.Scheme = scheme.New()
+	informers, err := cache.New(restConfig, options)
+	require.NoError(t, err)
+	go func() { _ = informers.Start(ctx) }() // ends with the test's context
+	cached, err := client.New(restConfig, client.Options{Scheme: options.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	require.NoError(t, err)
+	counter := &poolPatchCounter{Client: cached}
+	return counter, &counter.patches
+}
+
+// poolPatchCounter counts the IPPool patches it sends.
+type poolPatchCounter struct {
+	client.Client
+	patches atomic.Int64
+}
+
+func (c *poolPatchCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*ipamv1.IPPool); ok {
+		c.patches.Add(1)
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func jsonSize(t *testing.T, v any) int {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return len(data)
+}
+
+func ourRecordSize(pool *ipamv1.IPPool) int {
+	size := 0
+	for _, entry := range pool.ManagedFields {
+		if entry.Manager == preprovv1.PreallocationsFieldManager && entry.FieldsV1 != nil {
+			size += len(entry.FieldsV1.Raw)
+		}
+	}
+	return size
+}
