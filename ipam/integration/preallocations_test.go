@@ -145,10 +145,10 @@ func cachedPoolPatchCounter(ctx context.Context, t *testing.T, namespace string)
 	t.Helper()
 	options := controllers.CacheOptions(namespace, "")
 	options.Scheme = scheme.New()
-	informers, err := cache.New(restConfig, options)
+	informers, err := cache.New(testEnv.Config, options)
 	require.NoError(t, err)
 	go func() { _ = informers.Start(ctx) }() // ends with the test's context
-	cached, err := client.New(restConfig, client.Options{Scheme: options.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	cached, err := client.New(testEnv.Config, client.Options{Scheme: options.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	require.NoError(t, err)
 	counter := &poolPatchCounter{Client: cached}
 	return counter, &counter.patches

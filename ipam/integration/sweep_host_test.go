@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
@@ -63,7 +61,7 @@ func TestSweepOfADeletedHostReadsOnlyItsOwnObjects(t *testing.T) {
 		require.NoError(t, k8sClient.Create(ctx, host))
 		claimName := ipam.ClaimName(host.Name, pool.Name)
 		createManagedClaims(t, ns.Name, map[string][]metav1.OwnerReference{claimName: {hostRef(host.Name, host.UID)}})
-		createAddressOf(t, ns.Name, claimName, fmt.Sprintf("192.0.2.%d", 10+i))
+		leftBehindAddress(t, ns.Name, claimName, fmt.Sprintf("192.0.2.%d", 10+i))
 	}
 	// Every host but node-4 is deleted; node-0's claim is already gone
 	// (the garbage collector was there), and IPAM left its address behind.
@@ -115,21 +113,4 @@ func indexedCache(ctx context.Context, t *testing.T) client.Client {
 	cached, err := client.New(testEnv.Config, client.Options{Scheme: framework.Scheme(), Cache: &client.CacheOptions{Reader: informers}})
 	require.NoError(t, err)
 	return cached
-}
-
-// createAddressOf creates the IPAddress IPAM allocates to a claim of ours
-// on the pool "pool", with IPAM's finalizer.
-func createAddressOf(t *testing.T, namespace, claimName, ip string) {
-	t.Helper()
-	address := &ipamv1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace, Name: "pool-" + strings.ReplaceAll(ip, ".", "-"), Finalizers: []string{ipamv1.IPAddressFinalizer},
-			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-		},
-		Spec: ipamv1.IPAddressSpec{
-			Address: ipamv1.IPAddressStr(ip), Prefix: 24,
-			Pool: corev1.ObjectReference{Name: "pool"}, Claim: corev1.ObjectReference{Name: claimName},
-		},
-	}
-	require.NoError(t, k8sClient.Create(context.Background(), address))
 }
