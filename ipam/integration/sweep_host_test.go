@@ -105,8 +105,8 @@ func indexedCache(ctx context.Context, t *testing.T) client.Client {
 	require.NoError(t, err)
 	require.NoError(t, index.Register(ctx, informers))
 	for _, obj := range []client.Object{&ipamv1.IPPool{}, &ipamv1.IPClaim{}, &ipamv1.IPAddress{}, &bmov1alpha1.BareMetalHost{}} {
-		_, err := informers.GetInformer(ctx, obj)
-		require.NoError(t, err)
+		_, informerErr := informers.GetInformer(ctx, obj)
+		require.NoError(t, informerErr)
 	}
 	go func() { _ = informers.Start(ctx) }()
 	require.True(t, informers.WaitForCacheSync(ctx))

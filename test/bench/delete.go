@@ -216,6 +216,12 @@ func (l *leftovers) deleted(obj any) {
 	}
 }
 
+func (l *leftovers) goneAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastGone
+}
+
 func (l *leftovers) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -232,9 +238,7 @@ func (l *leftovers) wait(ctx context.Context, run int, alive func() error) (time
 	for {
 		select {
 		case <-l.none:
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			return l.lastGone, nil
+			return l.goneAt(), nil
 		case <-ctx.Done():
 			return time.Time{}, fmt.Errorf("delete: %d claims, addresses and Secrets left when the run was stopped: %w", l.count(), ctx.Err())
 		case <-ticker.C:
