@@ -75,7 +75,7 @@ func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareM
 	why := fmt.Sprintf("it has no owner reference to BareMetalHost %q", host.Name)
 	if ownedByHost {
 		why = fmt.Sprintf("it is owned by the host, as BMO makes every Secret a host points at, but has neither our "+
-			"annotation %s naming this host's UID nor, from before that annotation, our label %s",
+			"annotation %s naming this host nor, from before that annotation, our label %s",
 			preprovv1.WrittenForAnnotation, preprovv1.ManagedLabel)
 	}
 	outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonSecretConflict, fmt.Sprintf("Secret %q exists but was not created for this "+
@@ -87,14 +87,17 @@ func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareM
 }
 
 // writtenForHost is true for a Secret we wrote for this host: our
-// annotation names the host's UID, and only we write it. A Secret without
+// annotation names the host, and only we write it. Its name, not its UID:
+// clusterctl move recreates the host under a new UID and rewrites the
+// Secret's owner reference to it, but copies annotations as they are; the
+// owner reference's UID already tells an earlier host of the same name. A Secret without
 // the annotation is ours when it carries our label: we wrote such Secrets
 // before the annotation existed (and add it with our next write of them),
 // and BMO, which puts the host's owner reference on the Secrets it
 // acquires, never adds our label.
 func writtenForHost(secret *corev1.Secret, host *bmov1alpha1.BareMetalHost) bool {
 	if writtenFor, ok := secret.Annotations[preprovv1.WrittenForAnnotation]; ok {
-		return writtenFor == string(host.UID)
+		return writtenFor == host.Name
 	}
 	return ownership.Ours(secret)
 }
@@ -174,7 +177,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 	if secret.Annotations == nil {
 		secret.Annotations = map[string]string{}
 	}
-	secret.Annotations[preprovv1.WrittenForAnnotation] = string(host.UID)
+	secret.Annotations[preprovv1.WrittenForAnnotation] = host.Name
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
@@ -198,7 +201,7 @@ func (m *HostManager) createSecret(ctx context.Context, host *bmov1alpha1.BareMe
 			Name:        NetworkDataSecretName(host.Name),
 			Namespace:   host.Namespace,
 			Labels:      secretLabels(host),
-			Annotations: map[string]string{preprovv1.WrittenForAnnotation: string(host.UID)},
+			Annotations: map[string]string{preprovv1.WrittenForAnnotation: host.Name},
 			// Not a controller reference: BMO watches Secrets through
 			// their owner references and must be woken by changes too.
 			OwnerReferences: []metav1.OwnerReference{ownership.HostOwnerReference(host)},

@@ -147,7 +147,7 @@ func TestSecretTheHostOwnsButWeDidNotWriteIsNeverOverwritten(t *testing.T) {
 	ours := &corev1.Secret{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(written), ours))
 	assert.Equal(t, written.UID, ours.UID)
-	assert.Equal(t, string(legacy.UID), ours.Annotations[preprovv1.WrittenForAnnotation])
+	assert.Equal(t, legacy.Name, ours.Annotations[preprovv1.WrittenForAnnotation])
 	assert.NotEqual(t, "{}", string(ours.Data["networkData"]))
 
 	// BMO lets go of the user's Secret (the test's namespace is not deleted).
@@ -186,7 +186,7 @@ func TestHostRegisteredAgainWaitsForTheEarlierHostsSecret(t *testing.T) {
 	waitForNetworkData(t, ns, "node-0")
 	secret := &corev1.Secret{}
 	require.NoError(t, k8sClient.Get(context.Background(), secretKey, secret))
-	assert.Equal(t, string(again.UID), secret.Annotations[preprovv1.WrittenForAnnotation])
+	assert.Equal(t, again.Name, secret.Annotations[preprovv1.WrittenForAnnotation])
 	waitForHostEvent(t, again, corev1.EventTypeNormal, baremetal.ReasonNetworkDataSet)
 	assert.NotContains(t, getHost(t, ns, "node-0").Annotations, preprovv1.ProblemAnnotation)
 }

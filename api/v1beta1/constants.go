@@ -75,7 +75,7 @@ const (
 	// Secret stays, being deleted, under its name.
 	BMOSecretFinalizer = "baremetalhost.metal3.io/secret"
 
-	// WrittenForAnnotation records on a network data Secret the UID of the
+	// WrittenForAnnotation records on a network data Secret the name of the
 	// BareMetalHost we wrote it for. Only we write it: BMO puts the host's
 	// owner reference on any Secret the host points at, so an owner
 	// reference alone does not make a Secret ours.
