@@ -57,21 +57,11 @@ type deleteResult struct {
 func (b *bench) deletePhase(ctx context.Context) (err error) {
 	phaseCtx, endPhase := context.WithCancel(ctx)
 	defer endPhase()
-	registered, err := b.registerFleet(phaseCtx, controllerNamespace, "", &b.result.controller)
-	if err != nil {
-		return err
-	}
-	manager, err := b.startManager("manager")
+	_, manager, _, err := b.setUpWithManager(ctx, phaseCtx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, manager.Stop()) }()
-	if _, err = waitForHosts(ctx, "controller", registered.tracker, manager.running); err != nil {
-		return err
-	}
-	if _, err = b.waitForQuiet(ctx, manager); err != nil {
-		return err
-	}
 	pids := b.cp.pids()
 	pids["manager"], pids["harness"] = manager.PID(), os.Getpid()
 	start, gone, cpu, err := b.deleteFleet(phaseCtx, controllerNamespace, pids, manager.running)

@@ -57,23 +57,12 @@ type handoffResult struct {
 func (b *bench) handoffPhase(ctx context.Context) (err error) {
 	phaseCtx, endPhase := context.WithCancel(ctx)
 	defer endPhase()
-	registered, err := b.registerFleet(phaseCtx, controllerNamespace, "", &b.result.controller)
-	if err != nil {
-		return err
-	}
-	manager, err := b.startManager("manager")
+	registered, manager, lastDone, err := b.setUpWithManager(ctx, phaseCtx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, manager.Stop()) }()
-	lastDone, err := waitForHosts(ctx, "set-up", registered.tracker, manager.running)
-	if err != nil {
-		return err
-	}
 	b.result.handoff.setup = lastDone.Sub(registered.start)
-	if _, err = b.waitForQuiet(ctx, manager); err != nil {
-		return err
-	}
 
 	owners, err := startOwnerTracker(phaseCtx, b.cp.Config, controllerNamespace, b.cfg.hosts*len(pools))
 	if err != nil {
@@ -111,6 +100,29 @@ func (b *bench) handoffPhase(ctx context.Context) (err error) {
 	b.result.handoff.calls = auditWindow{user: managerUser, namespace: controllerNamespace, from: start, to: steadyFrom}.count(events)
 	b.result.handoff.steadyCalls = auditWindow{user: managerUser, from: steadyFrom, to: steadyTo}.count(events)
 	return nil
+}
+
+// setUpWithManager registers the fleet in the controller's namespace, watched
+// until phaseCtx ends, and lets a manager set it up until it is quiet. It
+// returns the manager running, for the caller to stop, and when the last
+// host was done.
+func (b *bench) setUpWithManager(ctx, phaseCtx context.Context) (registeredFleet, *managerProcess, time.Time, error) {
+	registered, err := b.registerFleet(phaseCtx, controllerNamespace, "", &b.result.controller)
+	if err != nil {
+		return registeredFleet{}, nil, time.Time{}, err
+	}
+	manager, err := b.startManager("manager")
+	if err != nil {
+		return registeredFleet{}, nil, time.Time{}, err
+	}
+	lastDone, err := waitForHosts(ctx, "set-up", registered.tracker, manager.running)
+	if err == nil {
+		_, err = b.waitForQuiet(ctx, manager)
+	}
+	if err != nil {
+		return registeredFleet{}, nil, time.Time{}, errors.Join(err, manager.Stop())
+	}
+	return registered, manager, lastDone, nil
 }
 
 // provisionAsCAPM3 provisions every host as CAPM3 does, creators at a time,
