@@ -56,6 +56,12 @@ func (r report) deleteSummary() section {
 	row("manager writes per deleted host", "%.2f", func(run runResult) float64 { return r.perHost(allWrites(run.deletion.calls)) })
 	row("manager CPU while deleting (s)", "%.1f", func(run runResult) float64 { return run.deletion.cpu["manager"] })
 	row("kube-apiserver CPU while deleting (s)", "%.1f", func(run runResult) float64 { return run.deletion.cpu["kube-apiserver"] })
+	row("manager stopped within its grace period on SIGTERM (1 yes, 0 killed)", "%.0f", func(run runResult) float64 {
+		if run.deletion.stopFailure != nil {
+			return 0
+		}
+		return 1
+	})
 	return s
 }
 
