@@ -39,6 +39,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3datas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3dataclaims,verbs=get
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipclaims,verbs=patch
 
 // HandoffReconciler hands the claims of the hosts we set up over to CAPM3

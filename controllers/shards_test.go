@@ -36,6 +36,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
@@ -131,7 +132,12 @@ func TestShardsThatDisagreeSaySo(t *testing.T) {
 			Index: new(int32), Claim: &capm3.Metal3ObjectRef{Name: "node-0-machine"}, Template: &capm3.Metal3ObjectRef{Name: "pooled"},
 		},
 	}
-	create(t, data)
+	dataClaim := &capm3.Metal3DataClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "node-0-machine"},
+		Spec:       capm3.Metal3DataClaimSpec{Template: &capm3.Metal3ObjectRef{Name: "pooled"}},
+	}
+	create(t, data, dataClaim)
+	require.NoError(t, framework.NameRenderedData(ctx, k8sClient, dataClaim, data.Name))
 	host := getHost(t, ns, "node-0")
 	original := host.DeepCopy()
 	host.Spec.ConsumerRef = &corev1.ObjectReference{

@@ -136,24 +136,46 @@ func (h *Handoff) dataOutsideShard(ctx context.Context, host *bmov1alpha1.BareMe
 		return HandoffResult{}, nil
 	}
 	consumer := host.Spec.ConsumerRef.Name
-	list := &capm3.Metal3DataList{}
-	if err := h.APIReader.List(ctx, list, client.InNamespace(host.Namespace)); err != nil {
-		return HandoffResult{}, fmt.Errorf("listing the Metal3Data of %q: %w", host.Namespace, err)
+	data, err := h.renderedData(ctx, host.Namespace, consumer)
+	switch {
+	case err != nil:
+		return HandoffResult{}, err
+	case data == nil:
+		return HandoffResult{RetryAfter: unseenDataRetry}, nil
+	case !data.DeletionTimestamp.IsZero() || sameShard(host, data):
+		// The cache catches up, or CAPM3 renders it again; their events
+		// bring the host back.
+		return HandoffResult{}, nil
 	}
-	for i := range list.Items {
-		data := &list.Items[i]
-		if data.Spec.Claim == nil || data.Spec.Claim.Name != consumer || !data.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if sameShard(host, data) {
-			// The cache catches up; its event brings the host back.
-			return HandoffResult{}, nil
-		}
-		return HandoffResult{OutsideShard: fmt.Sprintf("Metal3Data %q of Metal3Machine %q has %s, but the host is in shard %s: "+
-			"a manager started with --watch-filter sees only the objects of its shard, so the host's IPClaims are not handed "+
-			"over and CAPM3 waits for them. Label the shard's Machines %s=%s (CAPM3 gives a Metal3Data the labels of its "+
-			"Metal3DataClaim, which has its Machine's: for a MachineDeployment, spec.template.metadata.labels), or label this Metal3Data",
-			data.Name, consumer, shardOf(data), shardOf(host), clusterv1.WatchLabel, host.Labels[clusterv1.WatchLabel])}, nil
+	return HandoffResult{OutsideShard: fmt.Sprintf("Metal3Data %q of Metal3Machine %q has %s, but the host is in shard %s: "+
+		"a manager started with --watch-filter sees only the objects of its shard, so the host's IPClaims are not handed "+
+		"over and CAPM3 waits for them. Label the shard's Machines %s=%s (CAPM3 gives a Metal3Data the labels of its "+
+		"Metal3DataClaim, which has its Machine's: for a MachineDeployment, spec.template.metadata.labels), or label this Metal3Data",
+		data.Name, consumer, shardOf(data), shardOf(host), clusterv1.WatchLabel, host.Labels[clusterv1.WatchLabel])}, nil
+}
+
+// renderedData reads from the API server the metadata of the Metal3Data
+// CAPM3 rendered for a Metal3Machine, or nil while there is none: two reads
+// however many Metal3Data the namespace holds. The Metal3DataClaim is named
+// like the Metal3Machine, and CAPM3's DataTemplateManager.createData names
+// the Metal3Data in its status.renderedData.
+func (h *Handoff) renderedData(ctx context.Context, namespace, machine string) (*metav1.PartialObjectMetadata, error) {
+	claim := &capm3.Metal3DataClaim{}
+	err := h.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: machine}, claim)
+	if apierrors.IsNotFound(err) || (err == nil && claim.Status.RenderedData == nil) {
+		return nil, nil
 	}
-	return HandoffResult{RetryAfter: unseenDataRetry}, nil
+	if err != nil {
+		return nil, fmt.Errorf("getting Metal3DataClaim %s/%s: %w", namespace, machine, err)
+	}
+	data := &metav1.PartialObjectMetadata{}
+	data.SetGroupVersionKind(capm3.GroupVersion.WithKind("Metal3Data"))
+	key := client.ObjectKey{Namespace: namespace, Name: claim.Status.RenderedData.Name}
+	if err = h.APIReader.Get(ctx, key, data); apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting Metal3Data %s/%s: %w", namespace, key.Name, err)
+	}
+	return data, nil
 }

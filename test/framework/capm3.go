@@ -67,5 +67,17 @@ func ProvisionAsCAPM3(ctx context.Context, c client.Client, namespace, hostName,
 	if err := c.Create(ctx, data); err != nil {
 		return nil, fmt.Errorf("creating Metal3Data %s: %w", dataName, err)
 	}
-	return data, nil
+	return data, NameRenderedData(ctx, c, claim, dataName)
+}
+
+// NameRenderedData points a Metal3DataClaim's status.renderedData at its
+// Metal3Data, as CAPM3's DataTemplateManager.createData does once the
+// Metal3Data exists.
+func NameRenderedData(ctx context.Context, c client.Client, claim *capm3.Metal3DataClaim, dataName string) error {
+	original := claim.DeepCopy()
+	claim.Status.RenderedData = &capm3.Metal3ObjectRef{Name: dataName}
+	if err := c.Status().Patch(ctx, claim, client.MergeFrom(original)); err != nil {
+		return fmt.Errorf("setting status.renderedData of Metal3DataClaim %s: %w", claim.Name, err)
+	}
+	return nil
 }
