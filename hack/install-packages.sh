@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run as the consumers of what we
 # render: Ironic's API (ironic-api + ironic-conductor, started by the tests as
-# one process on loopback), cloud-init (its net-convert reads network_data the
+# one process on loopback), ironic-inspector, isolinux, syslinux-common and
+# genisoimage (Ironic builds and the tests read the virtual-media ISO a host
+# boots its ramdisk from), python3-sushy (Ironic's Redfish client), cloud-init (its net-convert reads network_data the
 # way the deploy ramdisk and the OS do), python3-jsonschema (Ironic's
 # schema validation), and podman with runc, which load and run the manager's
 # image (test/image; runc because crun cannot run containers under a hybrid
@@ -13,7 +15,7 @@
 # Quick when everything is installed: no apt-get at all then.
 set -euo pipefail
 
-packages=(ironic-api ironic-conductor cloud-init python3-jsonschema podman runc)
+packages=(ironic-api ironic-conductor ironic-inspector isolinux syslinux-common genisoimage python3-sushy cloud-init python3-jsonschema podman runc)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -26,7 +28,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 if [ "${1:-}" = "--check" ]; then
-	echo "missing Debian packages: ${missing[*]}; the tests run Ironic's API, cloud-init and the manager's image with them." >&2
+	echo "missing Debian packages: ${missing[*]}; the tests run Ironic, ironic-inspector, cloud-init and the manager's image with them." >&2
 	echo "install them with: hack/install-packages.sh (as root, or with sudo)" >&2
 	exit 1
 fi

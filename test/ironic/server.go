@@ -63,6 +63,11 @@ type Options struct {
 	// LogPath is Ironic's log (its stdout and stderr). Default: ironic.log in
 	// a new temporary folder. Stop keeps it.
 	LogPath string
+	// VirtualMedia configures Ironic as Metal3 runs it for hosts that boot
+	// their ramdisk from virtual media (virtualMedia.config) and starts
+	// ironic-inspector, logging beside LogPath, and an HTTP server for
+	// Ironic's http_root. Fake hardware keeps working as without it.
+	VirtualMedia bool
 }
 
 // Server is one Ironic process.
@@ -73,6 +78,7 @@ type Server struct {
 	LogPath string
 
 	dir, removeDir string
+	vmedia         *virtualMedia
 	cmd            *exec.Cmd
 	exited         chan struct{}
 	client         *gophercloud.ServiceClient
@@ -119,15 +125,21 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	config := filepath.Join(s.dir, "ironic.conf")
-	if err = os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port)), 0o600); err != nil {
-		return nil, err
-	}
 	logFile, err := os.Create(s.LogPath)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = logFile.Close() }() // an os.File buffers nothing, so no line is lost
+	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
+	if opts.VirtualMedia {
+		if s.vmedia, err = s.startVirtualMedia(ctx); err != nil {
+			return nil, err
+		}
+	}
+	config := filepath.Join(s.dir, "ironic.conf")
+	if err = os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port, s.vmedia, s.dir)), 0o600); err != nil {
+		return nil, err
+	}
 
 	dbsync := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", config, "create_schema")
 	dbsync.Stdout, dbsync.Stderr = logFile, logFile
@@ -149,9 +161,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		close(s.exited)
 	}()
 
-	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 	if err = s.waitReady(ctx); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
+	}
+	if s.vmedia != nil {
+		if err = s.vmedia.wait(ctx); err != nil {
+			return nil, fmt.Errorf("%w (log: %s)", err, s.vmedia.logPath)
+		}
 	}
 	if s.client, err = s.newClient(ctx); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
@@ -160,16 +176,53 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 }
 
 // configFile is one process with the API and the conductor, reached only on
-// loopback, with sqlite, no authentication, no message bus and only the fake
-// hardware type with fake or no-op interfaces: nothing reaches a BMC.
-func configFile(database string, port int) string {
+// loopback, with sqlite, no authentication and no message bus. Without
+// virtual media only the fake hardware type is enabled, with fake or no-op
+// interfaces: nothing reaches a BMC. With it, the redfish hardware type and
+// the interfaces BMO picks for a redfish-virtualmedia:// BMC are enabled
+// too, after the fake ones, so a node created without interfaces still
+// gets fake hardware's (virtualMedia.config).
+func configFile(database string, port int, vmedia *virtualMedia, dir string) string {
+	hardwareTypes, interfaces, defaults, sections := "fake-hardware", fakeInterfaces, "", ""
+	if vmedia != nil {
+		hardwareTypes = "fake-hardware,redfish"
+		interfaces = `enabled_bios_interfaces = no-bios
+enabled_boot_interfaces = fake,redfish-virtual-media
+enabled_console_interfaces = no-console
+enabled_deploy_interfaces = fake,direct
+enabled_firmware_interfaces = no-firmware
+enabled_inspect_interfaces = no-inspect,inspector
+enabled_management_interfaces = fake,redfish
+enabled_network_interfaces = noop
+enabled_power_interfaces = fake,redfish
+enabled_raid_interfaces = no-raid,redfish
+enabled_rescue_interfaces = no-rescue
+enabled_storage_interfaces = noop
+enabled_vendor_interfaces = no-vendor
+`
+		defaults, sections = vmedia.config(dir)
+	}
 	return fmt.Sprintf(`[DEFAULT]
 auth_strategy = noauth
 rpc_transport = none
 host = localhost
 use_stderr = true
-enabled_hardware_types = fake-hardware
-enabled_bios_interfaces = no-bios
+enabled_hardware_types = %s
+%s%s
+[database]
+connection = sqlite:///%s
+
+[api]
+host_ip = 127.0.0.1
+port = %d
+
+[dhcp]
+dhcp_provider = none
+%s`, hardwareTypes, interfaces, defaults, database, port, sections)
+}
+
+// fakeInterfaces are the fake or no-op interfaces of fake hardware.
+const fakeInterfaces = `enabled_bios_interfaces = no-bios
 enabled_boot_interfaces = fake
 enabled_console_interfaces = no-console
 enabled_deploy_interfaces = fake
@@ -182,18 +235,7 @@ enabled_raid_interfaces = no-raid
 enabled_rescue_interfaces = no-rescue
 enabled_storage_interfaces = noop
 enabled_vendor_interfaces = no-vendor
-
-[database]
-connection = sqlite:///%s
-
-[api]
-host_ip = 127.0.0.1
-port = %d
-
-[dhcp]
-dhcp_provider = none
-`, database, port)
-}
+`
 
 // waitReady waits until GET /v1 answers 200, the process exits or the
 // timeout passes.
@@ -232,6 +274,9 @@ func (s *Server) newClient(ctx context.Context) (*gophercloud.ServiceClient, err
 // temporary folder of the configuration and database. The log stays.
 func (s *Server) Stop() error {
 	var errs []error
+	if s.vmedia != nil {
+		errs = append(errs, s.vmedia.stop())
+	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		// The negative pid is the process group.
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
