@@ -40,7 +40,8 @@ type VirtualMediaHost struct {
 	Username, Password string
 	// BootMACAddress is spec.bootMACAddress; BMO makes it the node's port.
 	BootMACAddress string
-	// NetworkData is the value of the pre-provisioning network data Secret.
+	// NetworkData is the value of the pre-provisioning network data Secret;
+	// empty for a host without one.
 	NetworkData []byte
 }
 
@@ -80,8 +81,10 @@ func (s *Server) RegisterAndInspect(ctx context.Context, host VirtualMediaHost) 
 	if _, err = ports.Create(ctx, s.client, ports.CreateOpts{NodeUUID: node.UUID, Address: host.BootMACAddress, PXEEnabled: &pxeEnabled}).Extract(); err != nil {
 		return nil, fmt.Errorf("creating the port %s of node %s: %w", host.BootMACAddress, name, asRefusal(err))
 	}
-	if node, err = s.SetNetworkData(ctx, node, host.NetworkData); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if len(host.NetworkData) > 0 { // BMO sends none for a host without pre-provisioning data
+		if node, err = s.SetNetworkData(ctx, node, host.NetworkData); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	if node, err = s.provision(ctx, node, nodes.TargetManage, nodes.Manageable); err != nil {
 		return nil, err

@@ -18,63 +18,178 @@ package ironic
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/capm3-preprov/capm3-preprov/test/ramdiskhost"
 	"github.com/capm3-preprov/capm3-preprov/test/redfishbmc"
 )
 
-// An ethernet host's document, as we render it: one link named by the
-// host's boot MAC, a static address and a default route.
-const ethernetDocument = `{"links":[{"ethernet_mac_address":"00:5c:52:31:3e:01","id":"enp1s0","mtu":1500,"type":"phy"}],` +
-	`"networks":[{"id":"provisioning","ip_address":"192.168.116.100","link":"enp1s0","netmask":"255.255.255.0","network_id":"provisioning",` +
+// An ethernet host's document, as we render it: one link with the host's
+// boot MAC, a static address and a default route, DNS.
+const ethernetDocument = `{"links":[{"ethernet_mac_address":"%s","id":"enp1s0","mtu":1500,"type":"phy"}],` +
+	`"networks":[{"id":"provisioning","ip_address":"%s","link":"enp1s0","netmask":"255.255.255.0","network_id":"provisioning",` +
 	`"routes":[{"gateway":"192.168.116.1","netmask":"0.0.0.0","network":"0.0.0.0","services":[]}],"type":"ipv4"}],` +
 	`"services":[{"address":"192.168.116.53","type":"dns"}]}`
 
-func TestVirtualMediaInspectionBootsTheISOWithTheNetworkData(t *testing.T) {
+// bootEnvironment is one Ironic with virtual media, the BMCs and, as root,
+// the provisioning network.
+type bootEnvironment struct {
+	ironic  *Server
+	bmc     *redfishbmc.BMC
+	network *ramdiskhost.Network
+	// noNetwork says why there is no provisioning network.
+	noNetwork error
+	artifacts string
+}
+
+func startBootEnvironment(t *testing.T) *bootEnvironment {
+	t.Helper()
 	ctx := context.Background()
+	env := &bootEnvironment{artifacts: t.TempDir()}
 	start := time.Now()
-	logs := t.TempDir()
-	server, err := Start(ctx, Options{LogPath: filepath.Join(logs, "ironic.log"), VirtualMedia: true})
+	var err error
+	env.ironic, err = Start(ctx, Options{LogPath: filepath.Join(env.artifacts, "ironic.log"), VirtualMedia: true})
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, server.Stop()) })
+	t.Cleanup(func() { assert.NoError(t, env.ironic.Stop()) })
 	t.Logf("ironic and ironic-inspector answered after %s", time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, name := range []string{"ironic.log", "ironic-inspector.log"} {
-				log, _ := os.ReadFile(filepath.Join(logs, name))
-				t.Logf("%s:\n%s", name, log)
+				t.Logf("the end of %s:\n%s", name, fileTail(filepath.Join(env.artifacts, name), 40))
 			}
 		}
 	})
-	bmc, err := redfishbmc.Start(t.TempDir())
+	env.bmc, err = redfishbmc.Start(filepath.Join(env.artifacts, "isos"))
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, bmc.Stop()) })
+	t.Cleanup(func() { assert.NoError(t, env.bmc.Stop()) })
 
-	start = time.Now()
-	node, err := server.RegisterAndInspect(ctx, VirtualMediaHost{
-		Namespace: "ns", Name: "worker-0", BMCAddress: bmc.AddHost("worker-0"),
-		Username: "admin", Password: "password", BootMACAddress: "00:5c:52:31:3e:01",
-		NetworkData: []byte(ethernetDocument),
+	env.network, env.noNetwork = ramdiskhost.NewNetwork(ctx,
+		net.JoinHostPort(ProvisioningAddress, fmt.Sprint(RamdiskAPIPort)), strings.TrimPrefix(env.ironic.URL, "http://"))
+	if env.noNetwork != nil && !errors.Is(env.noNetwork, ramdiskhost.ErrNotRoot) {
+		require.NoError(t, env.noNetwork)
+	}
+	if env.network != nil {
+		t.Cleanup(func() { assert.NoError(t, env.network.Close()) })
+	}
+	return env
+}
+
+// inspect registers and inspects a host as BMO does and returns its node
+// and the CD Ironic inserted.
+func (env *bootEnvironment) inspect(t *testing.T, name, mac, document string) (*nodes.Node, *redfishbmc.Media) {
+	t.Helper()
+	start := time.Now()
+	node, err := env.ironic.RegisterAndInspect(context.Background(), VirtualMediaHost{
+		Namespace: "ns", Name: name, BMCAddress: env.bmc.AddHost(name),
+		Username: "admin", Password: "password", BootMACAddress: mac, NetworkData: []byte(document),
 	})
 	require.NoError(t, err)
-	t.Logf("registered, managed and inspecting after %s", time.Since(start).Round(time.Millisecond))
-	assert.Equal(t, "inspect wait", node.ProvisionState)
-
-	host, ok := bmc.Host("worker-0")
+	t.Logf("%s registered, managed and inspecting after %s", name, time.Since(start).Round(time.Millisecond))
+	host, ok := env.bmc.Host(name)
 	require.True(t, ok)
-	require.NotNil(t, host.Media, "ironic inserted no CD")
+	require.NotNil(t, host.Media, "ironic inserted no CD into %s", name)
 	require.NoError(t, host.Media.Err)
-	assert.Equal(t, "config-2", host.Media.VolumeID)
-	assert.JSONEq(t, ethernetDocument, string(host.Media.NetworkData))
-	assert.Equal(t, "http://172.22.0.2:6385", host.Media.KernelParams["ipa-api-url"])
-	assert.Equal(t, "vmedia", host.Media.KernelParams["boot_method"])
-	assert.NotContains(t, host.Media.KernelParams, "ip")
-	assert.Equal(t, "On", host.PowerState)
+	assert.Equal(t, "On", host.PowerState, "ironic powers the host on to boot the CD")
 	assert.Equal(t, "Cd", host.BootTarget)
+	return node, host.Media
+}
+
+// bootHost puts the host on the provisioning network and boots it with
+// the ISO's network data; it skips, naming why, when not root.
+func (env *bootEnvironment) bootHost(t *testing.T, name, mac string, media *redfishbmc.Media) (*ramdiskhost.Host, []string, error) {
+	t.Helper()
+	if env.network == nil {
+		t.Skipf("skipped: %v", env.noNetwork)
+	}
+	ctx := context.Background()
+	if media.NetworkData != nil {
+		gateways, err := ramdiskhost.Gateways(media.NetworkData)
+		require.NoError(t, err)
+		for _, gateway := range gateways {
+			require.NoError(t, env.network.AddGateway(ctx, gateway))
+		}
+	}
+	host, err := env.network.AddHost(ctx, name, mac)
+	require.NoError(t, err)
+	commands, err := host.Boot(ctx, media.NetworkData, filepath.Join(env.artifacts, "cloud-init", name))
+	return host, commands, err
+}
+
+func TestAHostBootsItsRamdiskWithoutDHCP(t *testing.T) {
+	env := startBootEnvironment(t)
+	ctx := context.Background()
+
+	t.Run("the ISO carries the host's network data, and the host reaches Ironic from its static address", func(t *testing.T) {
+		mac, document := "00:5c:52:31:3e:01", fmt.Sprintf(ethernetDocument, "00:5c:52:31:3e:01", "192.168.116.100")
+		node, media := env.inspect(t, "worker-0", mac, document)
+		assert.Equal(t, "inspect wait", node.ProvisionState)
+		assert.Equal(t, "config-2", media.VolumeID, "the ISO is a config drive")
+		assert.JSONEq(t, document, string(media.NetworkData))
+		assert.Equal(t, fmt.Sprintf("http://%s:%d", ProvisioningAddress, RamdiskAPIPort), media.KernelParams["ipa-api-url"])
+		assert.Equal(t, "vmedia", media.KernelParams["boot_method"])
+		assert.NotContains(t, media.KernelParams, "ip", "no address on the kernel command line: the config drive is the only source")
+
+		host, commands, err := env.bootHost(t, "worker-0", mac, media)
+		require.NoError(t, err)
+		t.Logf("applied:\n%s", strings.Join(commands, "\n"))
+		addresses, err := host.Addresses(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"192.168.116.100/24"}, addresses)
+		found, err := host.Lookup(ctx, media.KernelParams["ipa-api-url"])
+		require.NoError(t, err)
+		assert.Equal(t, node.UUID, found.UUID)
+	})
+
+	t.Run("without pre-provisioning data the host has no address and cannot reach Ironic", func(t *testing.T) {
+		mac := "00:5c:52:31:3e:02"
+		_, media := env.inspect(t, "no-data", mac, "")
+		assert.Nil(t, media.NetworkData, "the ISO has no network_data.json")
+		host, _, err := env.bootHost(t, "no-data", mac, media)
+		require.ErrorIs(t, err, ramdiskhost.ErrNoNetworkData)
+		expectUnreachable(t, host, media)
+	})
+
+	t.Run("a document whose link names another MAC leaves the host unconfigured", func(t *testing.T) {
+		mac := "00:5c:52:31:3e:03"
+		document := fmt.Sprintf(ethernetDocument, "00:5c:52:31:3e:09", "192.168.116.103")
+		_, media := env.inspect(t, "other-mac", mac, document)
+		assert.JSONEq(t, document, string(media.NetworkData))
+		host, _, err := env.bootHost(t, "other-mac", mac, media)
+		// cloud-init refuses a physical link without a NIC of its MAC.
+		require.ErrorContains(t, err, "Unable to find a system nic")
+		expectUnreachable(t, host, media)
+	})
+}
+
+// expectUnreachable checks that a host has no address and that its lookup
+// cannot even leave the host.
+func expectUnreachable(t *testing.T, host *ramdiskhost.Host, media *redfishbmc.Media) {
+	t.Helper()
+	ctx := context.Background()
+	addresses, err := host.Addresses(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, addresses)
+	_, err = host.Lookup(ctx, media.KernelParams["ipa-api-url"])
+	assert.ErrorContains(t, err, "network is unreachable")
+}
+
+// fileTail is the end of a log file.
+func fileTail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }

@@ -70,6 +70,9 @@ func readMedia(ctx context.Context, image, folder, host string) *Media {
 		return media
 	}
 	config, err := isoFile(ctx, media.File, isolinuxConfig)
+	if err == nil && config == nil {
+		err = fmt.Errorf("the ISO %s has no %s: not a BIOS ISO of Ironic's", media.File, isolinuxConfig)
+	}
 	if err != nil {
 		media.Err = err
 		return media
@@ -117,15 +120,12 @@ func volumeID(ctx context.Context, iso string) (string, error) {
 	return "", fmt.Errorf("isoinfo -d names no volume id for %s", iso)
 }
 
-// isoFile extracts one file by its Rock Ridge path (Ironic's mkisofs -r).
-// isoinfo -x prints nothing for a path that is not there.
+// isoFile extracts one file by its Rock Ridge path (Ironic's mkisofs -r);
+// nil when the ISO has no such file (isoinfo -x then prints nothing).
 func isoFile(ctx context.Context, iso, path string) ([]byte, error) {
 	out, err := isoinfo(ctx, "-R", "-i", iso, "-x", path)
-	if err != nil {
+	if err != nil || len(out) == 0 {
 		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("the ISO %s has no file %s", iso, path)
 	}
 	return out, nil
 }
