@@ -84,10 +84,11 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	// Ironic takes about 10 s to answer, most of it Python imports: it
 	// starts while the control plane does.
 	ironicLog := filepath.Join(input.ArtifactFolder, "ironic.log")
-	sayf("Starting Ironic's API (Debian's ironic-api and ironic-conductor, one process on loopback, fake hardware only), log %s", ironicLog)
+	sayf("Starting Ironic (Debian's ironic-api and ironic-conductor, one process on loopback: fake hardware, and redfish with "+
+		"virtual media for the ramdisk story) and ironic-inspector, logs %s and ironic-inspector.log beside it", ironicLog)
 	ironicStarted := make(chan error, 1)
 	go func() {
-		server, startErr := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
+		server, startErr := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog, VirtualMedia: true})
 		if startErr == nil {
 			local.Consumers, startErr = newConsumers(server, input.ArtifactFolder)
 		}

@@ -34,4 +34,5 @@ var _ = Describe("User stories", func() {
 	Describe("A host deleted", func() { HostDeletionSpec(ctx, input) })
 	Describe("The handoff to CAPM3", func() { CAPM3HandoffSpec(ctx, input) })
 	Describe("The admission webhooks", func() { WebhookSpec(ctx, input) })
+	Describe("A host boots its ramdisk without DHCP", func() { RamdiskBootSpec(ctx, input) })
 })
