@@ -24,6 +24,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -112,7 +113,7 @@ func startBootEnvironment(ctx context.Context, local *LocalCluster) *bootEnviron
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(boot.bmc.Stop)
 	boot.network, boot.noNetwork = ramdiskhost.NewNetwork(ctx,
-		net.JoinHostPort(ironic.ProvisioningAddress, fmt.Sprint(ironic.RamdiskAPIPort)), strings.TrimPrefix(boot.ironic.URL, "http://"))
+		net.JoinHostPort(ironic.ProvisioningAddress, strconv.Itoa(ironic.RamdiskAPIPort)), strings.TrimPrefix(boot.ironic.URL, "http://"))
 	if boot.noNetwork != nil {
 		Expect(boot.noNetwork).To(MatchError(ramdiskhost.ErrNotRoot))
 		return boot
@@ -131,7 +132,7 @@ func (b *bootEnvironment) bootHost(ctx context.Context, c *Cluster, namespace, n
 	credentials := &corev1.Secret{}
 	Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: host.Spec.BMC.CredentialsName}, credentials)).To(Succeed())
 
-	By(fmt.Sprintf("%s: registering, managing and inspecting it in Ironic, as BMO does, through the BMC stand-in", name))
+	By(name + ": registering, managing and inspecting it in Ironic, as BMO does, through the BMC stand-in")
 	// The example's BMC address names no BMC here: the stand-in plays it.
 	node, err := b.ironic.RegisterAndInspect(ctx, ironic.VirtualMediaHost{
 		Namespace: namespace, Name: name, BMCAddress: b.bmc.AddHost(namespace + "-" + name),
@@ -149,7 +150,7 @@ func (b *bootEnvironment) bootHost(ctx context.Context, c *Cluster, namespace, n
 		By(fmt.Sprintf("%s: not booted in a network namespace: %v", name, b.noNetwork))
 		return
 	}
-	By(fmt.Sprintf("%s: booting it with no DHCP server, configured only from the ISO's network data", name))
+	By(name + ": booting it with no DHCP server, configured only from the ISO's network data")
 	gateways, err := ramdiskhost.Gateways(bmc.Media.NetworkData)
 	Expect(err).NotTo(HaveOccurred())
 	for _, gateway := range gateways {

@@ -20,8 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,17 +48,7 @@ const document = `{
 
 func TestIronicValidatesNetworkData(t *testing.T) {
 	ctx := context.Background()
-	start := time.Now()
-	server, err := Start(ctx, Options{LogPath: filepath.Join(t.TempDir(), "ironic.log")})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, server.Stop()) })
-	t.Logf("ironic answered after %s at %s", time.Since(start).Round(time.Millisecond), server.URL)
-	t.Cleanup(func() {
-		if t.Failed() {
-			log, _ := os.ReadFile(server.LogPath)
-			t.Logf("ironic's log:\n%s", log)
-		}
-	})
+	server := sharedIronic(t)
 
 	activeBackup := []byte(fmt.Sprintf(document, "active-backup"))
 	t.Run("a valid document is stored", func(t *testing.T) {

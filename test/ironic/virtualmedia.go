@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,6 +66,8 @@ type virtualMedia struct {
 	// inspectorURL is ironic-inspector's API on loopback.
 	inspectorURL string
 	logPath      string
+	// launched returns how the inspector's start ended (startInspector).
+	launched func() error
 }
 
 // startVirtualMedia writes the deploy kernel and ramdisk into http_root,
@@ -96,7 +99,7 @@ func (s *Server) startVirtualMedia(ctx context.Context) (*virtualMedia, error) {
 			return nil, err
 		}
 	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	listener, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +114,10 @@ func (s *Server) startVirtualMedia(ctx context.Context) (*virtualMedia, error) {
 	return v, nil
 }
 
+// startInspector writes ironic-inspector's configuration and creates its
+// schema and starts it in the background, while Ironic starts; wait
+// collects the outcome.
 func (v *virtualMedia) startInspector(ctx context.Context, dir, ironicURL string) error {
-	log, err := os.Create(v.logPath)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Close() }()
 	port, err := framework.FreePort()
 	if err != nil {
 		return err
@@ -126,6 +127,20 @@ func (v *virtualMedia) startInspector(ctx context.Context, dir, ironicURL string
 	if err = os.WriteFile(config, []byte(inspectorConfig(filepath.Join(dir, "inspector.db"), port, ironicURL)), 0o600); err != nil {
 		return err
 	}
+	launched := make(chan error, 1)
+	go func() { launched <- v.launchInspector(ctx, config) }()
+	v.launched = sync.OnceValue(func() error { return <-launched })
+	return nil
+}
+
+// launchInspector runs ironic-inspector-dbsync upgrade and starts
+// ironic-inspector.
+func (v *virtualMedia) launchInspector(ctx context.Context, config string) error {
+	log, err := os.Create(v.logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }() // an os.File buffers nothing
 	dbsync := exec.CommandContext(ctx, "ironic-inspector-dbsync", "--config-file", config, "upgrade")
 	dbsync.Stdout, dbsync.Stderr = log, log
 	if err = dbsync.Run(); err != nil {
@@ -147,6 +162,9 @@ func (v *virtualMedia) startInspector(ctx context.Context, dir, ironicURL string
 
 // wait waits until ironic-inspector's API answers.
 func (v *virtualMedia) wait(ctx context.Context) error {
+	if err := v.launched(); err != nil {
+		return err
+	}
 	err := framework.WaitForOK(ctx, v.inspectorURL, StartTimeout, v.exited)
 	if errors.Is(err, framework.ErrProcessExited) {
 		return fmt.Errorf("ironic-inspector exited before its API answered: %s", v.inspector.ProcessState)
@@ -156,7 +174,10 @@ func (v *virtualMedia) wait(ctx context.Context) error {
 
 func (v *virtualMedia) stop() error {
 	var errs []error
-	if v.inspector != nil && v.inspector.Process != nil {
+	if v.launched != nil {
+		_ = v.launched() // its error was wait's
+	}
+	if v.inspector != nil && v.inspector.Process != nil && v.exited != nil {
 		_ = syscall.Kill(-v.inspector.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-v.exited:

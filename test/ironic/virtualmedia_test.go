@@ -21,8 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,26 +56,14 @@ type bootEnvironment struct {
 func startBootEnvironment(t *testing.T) *bootEnvironment {
 	t.Helper()
 	ctx := context.Background()
-	env := &bootEnvironment{artifacts: t.TempDir()}
-	start := time.Now()
+	env := &bootEnvironment{ironic: sharedIronic(t), artifacts: t.TempDir()}
 	var err error
-	env.ironic, err = Start(ctx, Options{LogPath: filepath.Join(env.artifacts, "ironic.log"), VirtualMedia: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, env.ironic.Stop()) })
-	t.Logf("ironic and ironic-inspector answered after %s", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, name := range []string{"ironic.log", "ironic-inspector.log"} {
-				t.Logf("the end of %s:\n%s", name, fileTail(filepath.Join(env.artifacts, name), 40))
-			}
-		}
-	})
 	env.bmc, err = redfishbmc.Start(filepath.Join(env.artifacts, "isos"))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, env.bmc.Stop()) })
 
 	env.network, env.noNetwork = ramdiskhost.NewNetwork(ctx,
-		net.JoinHostPort(ProvisioningAddress, fmt.Sprint(RamdiskAPIPort)), strings.TrimPrefix(env.ironic.URL, "http://"))
+		net.JoinHostPort(ProvisioningAddress, strconv.Itoa(RamdiskAPIPort)), strings.TrimPrefix(env.ironic.URL, "http://"))
 	if env.noNetwork != nil && !errors.Is(env.noNetwork, ramdiskhost.ErrNotRoot) {
 		require.NoError(t, env.noNetwork)
 	}
@@ -136,7 +124,7 @@ func TestAHostBootsItsRamdiskWithoutDHCP(t *testing.T) {
 		assert.Equal(t, "inspect wait", node.ProvisionState)
 		assert.Equal(t, "config-2", media.VolumeID, "the ISO is a config drive")
 		assert.JSONEq(t, document, string(media.NetworkData))
-		assert.Equal(t, fmt.Sprintf("http://%s:%d", ProvisioningAddress, RamdiskAPIPort), media.KernelParams["ipa-api-url"])
+		assert.Equal(t, "http://"+net.JoinHostPort(ProvisioningAddress, strconv.Itoa(RamdiskAPIPort)), media.KernelParams["ipa-api-url"])
 		assert.Equal(t, "vmedia", media.KernelParams["boot_method"])
 		assert.NotContains(t, media.KernelParams, "ip", "no address on the kernel command line: the config drive is the only source")
 
@@ -182,14 +170,4 @@ func expectUnreachable(t *testing.T, host *ramdiskhost.Host, media *redfishbmc.M
 	assert.Empty(t, addresses)
 	_, err = host.Lookup(ctx, media.KernelParams["ipa-api-url"])
 	assert.ErrorContains(t, err, "network is unreachable")
-}
-
-// fileTail is the end of a log file.
-func fileTail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }

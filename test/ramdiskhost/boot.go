@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -103,8 +104,11 @@ func (h *Host) convert(ctx context.Context, networkData []byte, dir string) (*cl
 		return nil, fmt.Errorf("host %s: cloud-init %s: %w\n%s", h.Name, strings.Join(args, " "), err, lastLine(output.String()))
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "netplan", "etc", "netplan", "*.yaml"))
-	if err != nil || len(files) != 1 {
-		return nil, fmt.Errorf("host %s: cloud-init wrote %d netplan files, want 1 (%v)", h.Name, len(files), err)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) != 1 {
+		return nil, fmt.Errorf("host %s: cloud-init wrote %d netplan files into %s, want 1", h.Name, len(files), dir)
 	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {
@@ -126,7 +130,7 @@ func (h *Host) apply(ctx context.Context, device cloudinit.Device) ([]string, er
 		nic = device.SetName
 	}
 	if device.MTU > 0 {
-		commands = append(commands, []string{"link", "set", "dev", nic, "mtu", fmt.Sprint(device.MTU)})
+		commands = append(commands, []string{"link", "set", "dev", nic, "mtu", strconv.Itoa(device.MTU)})
 	}
 	commands = append(commands, []string{"link", "set", "dev", nic, "up"})
 	for _, address := range device.Addresses {

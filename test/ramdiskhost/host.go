@@ -117,7 +117,7 @@ func (h *Host) Lookup(ctx context.Context, apiURL string) (*LookupNode, error) {
 		},
 	}}
 	url := strings.TrimSuffix(apiURL, "/") + "/v1/lookup?addresses=" + h.MAC
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return nil, err
 	}

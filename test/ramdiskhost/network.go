@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // bridge is the provisioning network's bridge in its namespace.
@@ -106,7 +107,7 @@ func NewNetwork(ctx context.Context, relayAddress, target string) (_ *Network, e
 	}
 	err = inNamespace(n.Namespace, func() error {
 		var listenErr error
-		n.relay, listenErr = net.Listen("tcp", relayAddress)
+		n.relay, listenErr = (&net.ListenConfig{}).Listen(ctx, "tcp", relayAddress)
 		return listenErr
 	})
 	if err != nil {
@@ -162,7 +163,7 @@ func (n *Network) serveRelay() {
 // target, dialled from this goroutine, which is in the machine's namespace.
 func (n *Network) forward(conn net.Conn) {
 	defer func() { _ = conn.Close() }()
-	upstream, err := net.Dial("tcp", n.target)
+	upstream, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(context.Background(), "tcp", n.target)
 	if err != nil {
 		return
 	}

@@ -90,7 +90,7 @@ type BMC struct {
 // Start serves the BMC on a free loopback port; isoFolder keeps the ISOs
 // fetched on InsertMedia (the test's artifacts).
 func Start(isoFolder string) (*BMC, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	listener, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("the Redfish BMC stand-in could not listen on loopback: %w", err)
 	}
@@ -300,9 +300,9 @@ func computerSystem(id string, host *Host) map[string]any {
 		"Id": id, "Name": id, "UUID": hostUUID(id), "PowerState": host.PowerState,
 		"Status": map[string]any{"State": "Enabled", "Health": "OK"},
 		"Boot": map[string]any{
-			"BootSourceOverrideTarget":                     host.BootTarget,
-			"BootSourceOverrideEnabled":                    host.BootEnabled,
-			"BootSourceOverrideMode":                       host.BootMode,
+			"BootSourceOverrideTarget":                         host.BootTarget,
+			"BootSourceOverrideEnabled":                        host.BootEnabled,
+			"BootSourceOverrideMode":                           host.BootMode,
 			"BootSourceOverrideTarget@Redfish.AllowableValues": []string{"None", "Pxe", "Cd", "Hdd", "BiosSetup"},
 			"BootSourceOverrideMode@Redfish.AllowableValues":   []string{"Legacy", "UEFI"},
 		},
@@ -356,16 +356,16 @@ func odataID(path string) map[string]any {
 	return map[string]any{"@odata.id": path}
 }
 
-func writeJSON(w http.ResponseWriter, body any) {
+func writeJSON(w http.ResponseWriter, body map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(body)
+	_ = json.NewEncoder(w).Encode(body) //nolint:errchkjson // the body is maps of strings, lists and numbers; a failed write is the client's
 }
 
 // writeError answers in the Redfish error format, which sushy quotes.
 func writeError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	_ = json.NewEncoder(w).Encode(map[string]any{ //nolint:errchkjson // strings only; a failed write is the client's
 		"error": map[string]any{"code": "Base.1.0.GeneralError", "message": message},
 	})
 }

@@ -83,7 +83,7 @@ func readMedia(ctx context.Context, image, folder, host string) *Media {
 }
 
 func fetch(ctx context.Context, url, file string) error {
-	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}
