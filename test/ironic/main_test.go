@@ -59,7 +59,8 @@ func sharedIronic(t *testing.T) *Server {
 	t.Helper()
 	shared.once.Do(func() {
 		start := time.Now()
-		if shared.logs, shared.err = os.MkdirTemp("", "ironic-test-logs-"); shared.err != nil {
+		// Not t.TempDir: the logs outlive the test that started Ironic.
+		if shared.logs, shared.err = os.MkdirTemp("", "ironic-test-logs-"); shared.err != nil { //nolint:usetesting // see above
 			return
 		}
 		shared.server, shared.err = Start(context.Background(), Options{LogPath: filepath.Join(shared.logs, "ironic.log"), VirtualMedia: true})
