@@ -16,10 +16,14 @@ limitations under the License.
 
 // Package ironic runs a real Ironic API for the tests: Debian's ironic-api
 // and ironic-conductor (Ironic 21.4) started as one process on loopback,
-// with sqlite, no authentication, no message bus and only fake hardware, and
-// a client that registers hosts and hands Ironic their network data the way
-// BMO does. Nothing here imitates Ironic: what it accepts or refuses is
-// Ironic's own validation.
+// with sqlite, no authentication, no message bus and fake hardware, and a
+// client that registers hosts and hands Ironic their network data the way
+// BMO does. With Options.VirtualMedia it is also configured as Metal3 runs
+// it for hosts that boot their ramdisk from virtual media, beside
+// ironic-inspector and an HTTP server for the ISOs it builds
+// (virtualmedia.go), and RegisterAndInspect takes a host through
+// registration and inspection as BMO does (inspect.go). Nothing here
+// imitates Ironic: what it accepts, refuses and builds is Ironic's own.
 package ironic
 
 import (

@@ -46,6 +46,7 @@ package redfishbmc
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -343,12 +344,10 @@ func virtualCD(id string, media *Media) map[string]any {
 	return cd
 }
 
-// hostUUID is a stable UUID per host id, as a BMC reports its system's.
+// hostUUID is a stable UUID per host id (from its SHA-256), as a BMC
+// reports its system's.
 func hostUUID(id string) string {
-	var sum [16]byte
-	for i, c := range []byte(id) {
-		sum[i%16] ^= c + byte(i)
-	}
+	sum := sha256.Sum256([]byte(id))
 	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
 }
 
