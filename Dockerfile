@@ -25,6 +25,9 @@ COPY baremetal/ baremetal/
 COPY controllers/ controllers/
 COPY internal/ internal/
 COPY ipam/ ipam/
+COPY networkdata/ networkdata/
+COPY template/ template/
+COPY webhooks/ webhooks/
 
 ARG ARCH=amd64
 ARG LDFLAGS

@@ -62,7 +62,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, our CRDs and RBAC, and the u
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd rbac:roleName=manager-role paths=./api/... paths=./controllers/... paths=. \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) webhook paths=./internal/webhooks/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/upstream-crds.sh
 
 .PHONY: verify-generate
@@ -88,9 +88,9 @@ test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) packages ## Run every test: unit 
 
 # The packages whose tests need no control plane and no Debian package:
 # rendering, selection, validation, claim naming, outcomes, the cache's copies.
-# internal/webhooks also has tests on the API server, which -short leaves out.
-UNIT_PACKAGES := . ./baremetal/... ./ipam ./internal/expectations ./internal/index ./internal/ownership \
-	./internal/plugin ./internal/slim ./internal/webhooks ./test/docs ./test/framework
+# webhooks also has tests on the API server, which -short leaves out.
+UNIT_PACKAGES := . ./networkdata ./template ./baremetal ./ipam ./internal/expectations ./internal/index ./internal/ownership \
+	./internal/slim ./webhooks ./cmd/kubectl-preprov/plugin ./test/docs ./test/framework
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (no bin/k8s, no Debian packages), in seconds.
 	env -u KUBEBUILDER_ASSETS go test $(GO_TEST_FLAGS) -short $(UNIT_PACKAGES)
@@ -114,13 +114,14 @@ BENCH_OUT ?= docs/performance.md
 bench: kube-binaries build ## Fleet benchmark against the floor, into BENCH_OUT: BENCH_HOSTS (1000), BENCH_RUNS (3), BENCH_SCENARIO=plain|hardware|restart|handoff|shard|delete; then the Go benchmarks.
 	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -timeout $(BENCH_TIMEOUT) \
 		-manager $(BIN)/manager $(if $(BENCH_OUT),-out $(BENCH_OUT))
-	go test ./baremetal/... -run '^$$' -bench . -benchmem -count 5
+	go test ./networkdata/ ./template/ ./baremetal/ -run '^$$' -bench . -benchmem -count 5
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
-fuzz: ## Run the fuzz tests of the renderer and the selector, FUZZTIME each (default 30s).
-	go test ./baremetal/networkdata/ -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
-	go test ./baremetal/ -run '^$$' -fuzz '^FuzzHostSelector$$' -fuzztime $(FUZZTIME)
+fuzz: ## Run the fuzz tests of the renderer, its template validator and the selector, FUZZTIME each (default 30s).
+	go test ./networkdata/ -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME)
+	go test ./networkdata/ -run '^$$' -fuzz '^FuzzValidateTemplate$$' -fuzztime $(FUZZTIME)
+	go test ./template/ -run '^$$' -fuzz '^FuzzHostSelector$$' -fuzztime $(FUZZTIME)
 
 .PHONY: kube-binaries
 kube-binaries: $(KUBE_BINARIES) ## Build kube-apiserver, kube-controller-manager, kubectl and etcd into bin/k8s (once).

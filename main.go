@@ -40,7 +40,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
-	"github.com/capm3-preprov/capm3-preprov/internal/webhooks"
+	"github.com/capm3-preprov/capm3-preprov/webhooks"
 )
 
 type options struct {

@@ -27,6 +27,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // releaseUnusedClaims releases the host's claims on pools other than pools,
@@ -78,7 +79,7 @@ func (m *HostManager) reportRemade(host *bmov1alpha1.BareMetalHost, state ipam.P
 // driftWithoutClaims reports drift, without claiming anything, for a
 // provisioned host whose Secret is left as it is while its template now
 // takes addresses from pools it holds no claim on: nothing would use them.
-func (m *HostManager) driftWithoutClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template,
+func (m *HostManager) driftWithoutClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, template template.Template,
 	secret *corev1.Secret, pools []string,
 ) (*Outcome, error) {
 	if secret == nil || !isProvisioned(host) || template.UpdateProvisionedHosts || rerenderRequested(host) {

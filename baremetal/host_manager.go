@@ -14,9 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package baremetal holds what a BareMetalHost needs from us: host
-// selection, one view over both template kinds, and the per-host steps
-// (claims -> render -> Secret -> patch), each step idempotent.
+// Package baremetal is the host manager: where a host stands (Decide), the
+// per-host steps (claims -> render -> Secret -> patch, each idempotent) and
+// the one place their outcome is reported, and the template status read back
+// from the objects.
+//
+// Layer: above template, ipam, networkdata and the internal/ leaves; below
+// controllers and the kubectl plugin, which both run it.
 package baremetal
 
 import (
@@ -36,10 +40,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // HostManager runs the per-host steps.
@@ -86,12 +91,12 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	if err != nil {
 		return Outcome{}, err
 	}
-	matching, selectorErrs := Selecting(templates, host.Labels)
+	matching, selectorErrs := template.Selecting(templates, host.Labels)
 	for _, selectorErr := range selectorErrs {
 		log.Error(selectorErr, "Template is invalid and selects no host")
 	}
 
-	if !pausedForUs && !setUpByUs && !anyAdopts(matching) {
+	if !pausedForUs && !setUpByUs && !template.AnyAdopts(matching) {
 		return Outcome{Phase: PhaseIgnored}, nil
 	}
 
@@ -101,7 +106,7 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			return Outcome{}, err
 		}
 		if resolution.Governing != nil {
-			matching = []Template{*resolution.Governing}
+			matching = []template.Template{*resolution.Governing}
 		}
 	}
 
@@ -114,7 +119,7 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, m.releaseBeforeSetUp(ctx, host)
 	case 1:
 	default:
-		refs := make([]TemplateRef, 0, len(matching))
+		refs := make([]template.Ref, 0, len(matching))
 		names := make([]string, 0, len(matching))
 		for _, t := range matching {
 			refs = append(refs, t.Ref)
@@ -124,7 +129,7 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 			"narrow the hostSelectors or change the host's labels (Metal3MachineTemplates that render the same network data, "+
 			"or of which exactly one is referenced by a MachineDeployment or KubeadmControlPlane, do not conflict)",
 			len(matching), strings.Join(names, ", "))
-		outcome := m.fail(ctx, host, PhaseConflict, TemplateRef{}, ReasonTemplateConflict, message)
+		outcome := m.fail(ctx, host, PhaseConflict, template.Ref{}, ReasonTemplateConflict, message)
 		outcome.Conflicts, outcome.Items = refs, names
 		return outcome, m.releaseBeforeSetUp(ctx, host)
 	}
@@ -142,66 +147,66 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 }
 
 // setUpFrom is the template recorded on a host we set up.
-func setUpFrom(host *bmov1alpha1.BareMetalHost) TemplateRef {
-	ref, _ := ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+func setUpFrom(host *bmov1alpha1.BareMetalHost) template.Ref {
+	ref, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
 	return ref
 }
 
-func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, template Template) (Outcome, error) {
+func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, governing template.Template) (Outcome, error) {
 	if name := NetworkDataSecretName(host.Name); len(name) > validation.DNS1123SubdomainMaxLength {
-		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonNameTooLong, fmt.Sprintf("the host's network data Secret would be "+
+		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonNameTooLong, fmt.Sprintf("the host's network data Secret would be "+
 			"named %q (%d characters), over the limit of %d: register the host under a name of at most %d characters", name, len(name),
 			validation.DNS1123SubdomainMaxLength, validation.DNS1123SubdomainMaxLength-len(preprovv1.NetworkDataSecretSuffix))), nil
 	}
-	networkData, err := m.Templates.NetworkData(ctx, host.Namespace, template)
+	networkData, err := m.Templates.NetworkData(ctx, host.Namespace, governing)
 	if err != nil {
-		var templateErr *TemplateError
+		var templateErr *template.Error
 		if errors.As(err, &templateErr) {
-			return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonTemplateInvalid, templateErr.Message), nil
+			return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonTemplateInvalid, templateErr.Message), nil
 		}
 		return Outcome{}, err
 	}
 
 	// Compiled once: the plan names the pools to claim from, and renders
 	// once their addresses are there.
-	plan, err := networkdata.Compile(networkData, HostFacts(host), template.NetworkDataOptions()...)
+	plan, err := networkdata.Compile(networkData, HostFacts(host), governing.NetworkDataOptions()...)
 	if err != nil {
-		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
+		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", governing.Ref, err)), nil
 	}
 	pools := plan.Pools()
 
 	// Before any claim: a Secret of our name that is not the host's stops
 	// it, and a provisioned host whose Secret stays as it is claims nothing.
-	secret, outcome, err := m.currentSecret(ctx, host, template.Ref)
+	secret, outcome, err := m.currentSecret(ctx, host, governing.Ref)
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
-	if drift, driftErr := m.driftWithoutClaims(ctx, host, template, secret, pools); driftErr != nil || drift != nil {
+	if drift, driftErr := m.driftWithoutClaims(ctx, host, governing, secret, pools); driftErr != nil || drift != nil {
 		return derefOutcome(drift), driftErr
 	}
-	claims, outcome, err := m.claimStates(ctx, host, template.Ref, pools)
+	claims, outcome, err := m.claimStates(ctx, host, governing.Ref, pools)
 	if err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
 
 	rendered, err := plan.Render(addressesByPool(claims))
 	if err != nil {
-		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", template.Ref, err)), nil
+		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", governing.Ref, err)), nil
 	}
 	if len(rendered) > corev1.MaxSecretSize {
 		// The API server would refuse every write of it.
-		return m.fail(ctx, host, PhaseFailed, template.Ref, ReasonNetworkDataTooLarge, fmt.Sprintf("%s renders %d bytes of "+
+		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonNetworkDataTooLarge, fmt.Sprintf("%s renders %d bytes of "+
 			"network data for this host, over the %d bytes a Secret holds: use fewer links, networks, routes or DNS servers",
-			template.Ref, len(rendered), corev1.MaxSecretSize)), nil
+			governing.Ref, len(rendered), corev1.MaxSecretSize)), nil
 	}
 
-	if secret != nil && isProvisioned(host) && !template.UpdateProvisionedHosts && !rerenderRequested(host) &&
+	if secret != nil && isProvisioned(host) && !governing.UpdateProvisionedHosts && !rerenderRequested(host) &&
 		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
 		message := fmt.Sprintf("%s now renders different network data, but the host is %s: its Secret %q is left as it is "+
 			"(annotate the host %s=true to re-render it once, or set provisionedHostPolicy: Update on a "+
 			"Metal3PreprovisioningTemplate to change provisioned hosts)",
-			template.Ref, host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
-		return Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message,
+			governing.Ref, host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
+		return Outcome{Phase: PhaseDrifted, Template: governing.Ref, Message: message,
 			EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
 	}
 	if secret != nil {
@@ -209,27 +214,27 @@ func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alph
 	} else {
 		if left, behind := m.writes.Behind(secretKey(host), ""); behind {
 			// Its own event brings the host back.
-			return Outcome{Phase: PhaseWaiting, Template: template.Ref, RequeueAfter: left,
+			return Outcome{Phase: PhaseWaiting, Template: governing.Ref, RequeueAfter: left,
 				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
 		}
 	}
-	if outcome, err := m.writeSecret(ctx, host, secret, rendered, template.Ref, hostInterfaceLinks(networkData)); err != nil || outcome != nil {
+	if outcome, err := m.writeSecret(ctx, host, secret, rendered, governing.Ref, hostInterfaceLinks(networkData)); err != nil || outcome != nil {
 		return derefOutcome(outcome), err
 	}
-	if err := m.pointHostAtSecret(ctx, host, template.Ref, claims); err != nil {
+	if err := m.pointHostAtSecret(ctx, host, governing.Ref, claims); err != nil {
 		return Outcome{}, err
 	}
 	// The Secret holds the new data: claims it no longer uses go.
 	if err := m.releaseUnusedClaims(ctx, host, pools, rendered); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Phase: PhaseReady, Template: template.Ref}, nil
+	return Outcome{Phase: PhaseReady, Template: governing.Ref}, nil
 }
 
 // claimStates returns the state of the host's claim on each pool, each with
 // its address, or the outcome that stops the host here (waiting for IPAM, or
 // a claim that needs a fix).
-func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	pools []string,
 ) ([]ipam.PoolState, *Outcome, error) {
 	if len(pools) == 0 {
@@ -281,7 +286,7 @@ func addressesByPool(claims []ipam.PoolState) map[string]networkdata.Address {
 // orphaned reports a host we set up that no template selects any more. It
 // keeps its Secret, claims and provisioning state: we never undo a host.
 func (m *HostManager) orphaned(ctx context.Context, host *bmov1alpha1.BareMetalHost) Outcome {
-	ref, _ := ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+	ref, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
 	message := fmt.Sprintf("no template selects this host any more (it was set up by %s); "+
 		"it keeps its network data Secret and IP claims", ref)
 	ctrl.LoggerFrom(ctx).Info("Host is orphaned", "reason", message)
@@ -291,7 +296,7 @@ func (m *HostManager) orphaned(ctx context.Context, host *bmov1alpha1.BareMetalH
 // fail reports a problem that needs a user's fix: an error in the log, and
 // a Warning event on the host once the outcome is recorded as new. The host
 // is left as it is.
-func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost, phase Phase, ref TemplateRef,
+func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost, phase Phase, ref template.Ref,
 	reason, message string,
 ) Outcome {
 	ctrl.LoggerFrom(ctx).Error(errors.New(message), "Host cannot be set up", "reason", reason, "host", host.Name)
@@ -310,33 +315,6 @@ func derefOutcome(outcome *Outcome) Outcome {
 		return Outcome{}
 	}
 	return *outcome
-}
-
-// Selecting returns the templates that select a host with these labels, and
-// the errors of invalid templates (they select nothing).
-func Selecting(templates []Template, hostLabels map[string]string) ([]Template, []error) {
-	var matching []Template
-	var errs []error
-	for _, template := range templates {
-		selects, err := template.Selects(hostLabels)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if selects {
-			matching = append(matching, template)
-		}
-	}
-	return matching, errs
-}
-
-func anyAdopts(templates []Template) bool {
-	for _, template := range templates {
-		if template.AdoptExistingHosts {
-			return true
-		}
-	}
-	return false
 }
 
 // rerenderRequested is a user's request to re-render a provisioned host's

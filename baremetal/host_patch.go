@@ -31,6 +31,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // pointHostAtSecret is the one patch on the host: it sets
@@ -38,7 +39,7 @@ import (
 // marks the host as ours, records its template and removes the problem
 // recorded before. Only the fields we own are sent, and with an optimistic
 // lock, so a pause somebody else set in the meantime is never removed.
-func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	claims []ipam.PoolState,
 ) error {
 	secretName := NetworkDataSecretName(host.Name)
@@ -118,7 +119,7 @@ func (m *HostManager) PatchPending(host *bmov1alpha1.BareMetalHost) (time.Durati
 
 // setUpMessage is the note of a host's one set-up event: what each step
 // did, and the claims it lists.
-func setUpMessage(ref TemplateRef, claims []ipam.PoolState, secretName string, unpaused bool) (string, []string) {
+func setUpMessage(ref template.Ref, claims []ipam.PoolState, secretName string, unpaused bool) (string, []string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set up from %s:", ref)
 	claimed := make([]string, 0, len(claims))

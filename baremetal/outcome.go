@@ -34,6 +34,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // Phase is where a host stands with us.
@@ -94,9 +95,9 @@ const (
 // back from the objects, what Standing tells.
 type Outcome struct {
 	Phase    Phase
-	Template TemplateRef
+	Template template.Ref
 	// Conflicts are the templates that all select the host, in PhaseConflict.
-	Conflicts []TemplateRef
+	Conflicts []template.Ref
 	// Reason is the event reason of a failure.
 	Reason string
 	// Message says why the host is not Ready, in words for a user.
@@ -121,7 +122,7 @@ type Outcome struct {
 	// LeftOvers are the other Metal3MachineTemplates that select the host
 	// when a MachineDeployment or KubeadmControlPlane references Template:
 	// left-overs of a rollout, which do not govern it.
-	LeftOvers []TemplateRef
+	LeftOvers []template.Ref
 	// TemplateUsers name what references Template, when there are LeftOvers.
 	TemplateUsers []string
 	// InspectionStalled is a Ready host that BMO has not got past
@@ -432,7 +433,7 @@ func cut(text string, limit int) string {
 }
 
 // refNames are the templates' references as the messages name them.
-func refNames(refs []TemplateRef) []string {
+func refNames(refs []template.Ref) []string {
 	names := make([]string, 0, len(refs))
 	for _, ref := range refs {
 		names = append(names, ref.String())

@@ -32,6 +32,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // NetworkDataSecretName is the name of the Secret holding a host's
@@ -42,7 +43,7 @@ func NetworkDataSecretName(hostName string) string {
 
 // currentSecret returns the host's Secret from the cache, or the outcome
 // that stops the host when a Secret of that name is not this host's.
-func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 ) (*corev1.Secret, *Outcome, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
@@ -62,7 +63,7 @@ func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareM
 // earlier host of the same name (it goes once that host is deleted), or by
 // somebody else (a user must remove it). It is nil for the Secret we wrote
 // for this host.
-func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+func (m *HostManager) secretNotOurs(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	secret *corev1.Secret,
 ) *Outcome {
 	ownedByHost := ownership.OwnedByHost(secret, host)
@@ -108,7 +109,7 @@ func writtenForHost(secret *corev1.Secret, host *bmov1alpha1.BareMetalHost) bool
 // The host waits, with an event that says on what, and is set up once the
 // Secret is gone: the Secret's deletion brings it back when our cache holds
 // the Secret, the timer when it does not.
-func (m *HostManager) earlierHostsSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref TemplateRef,
+func (m *HostManager) earlierHostsSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	secret *corev1.Secret,
 ) *Outcome {
 	outcome := &Outcome{Phase: PhaseWaiting, Template: ref, Reason: ReasonSecretOfEarlierHost, EventType: corev1.EventTypeNormal,
@@ -152,7 +153,7 @@ func secretLabels(host *bmov1alpha1.BareMetalHost) map[string]string {
 // hostInterfaces are the links whose MAC the template takes from the host's
 // interfaces: a change of their MAC is reported.
 func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
-	rendered []byte, ref TemplateRef, hostInterfaces map[string]string,
+	rendered []byte, ref template.Ref, hostInterfaces map[string]string,
 ) (*Outcome, error) {
 	if secret == nil {
 		existing, outcome, err := m.createSecret(ctx, host, rendered, ref)
@@ -194,7 +195,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 // createSecret creates the host's Secret. When one of that name exists
 // already, it returns it if it is ours (our cache did not show it: it lost
 // our label), or the outcome that stops the host.
-func (m *HostManager) createSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, rendered []byte, ref TemplateRef,
+func (m *HostManager) createSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, rendered []byte, ref template.Ref,
 ) (*corev1.Secret, *Outcome, error) {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{

@@ -26,6 +26,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // Standings tells where hosts stand from the API objects alone (the hosts,
@@ -39,7 +40,7 @@ type Standings struct {
 
 // OfTemplate returns, by host name, where the hosts stand that a template
 // selects or set up.
-func (s *Standings) OfTemplate(ctx context.Context, namespace string, template Template) (map[string]Outcome, error) {
+func (s *Standings) OfTemplate(ctx context.Context, namespace string, template template.Template) (map[string]Outcome, error) {
 	hosts, err := s.hosts(ctx, client.InNamespace(namespace))
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func (s *Standings) CountAll(ctx context.Context) (map[metrics.HostGroup]int, er
 	if err != nil {
 		return nil, err
 	}
-	templatesOf := map[string][]Template{}
+	templatesOf := map[string][]template.Template{}
 	counts := map[metrics.HostGroup]int{}
 	for i := range hosts.Items {
 		host := &hosts.Items[i]
@@ -102,15 +103,15 @@ func (s *Standings) hosts(ctx context.Context, opts ...client.ListOption) (*bmov
 
 // standing resolves the templates that select a host, as the host manager
 // does, and tells where the host stands with them.
-func (s *Standings) standing(ctx context.Context, host *bmov1alpha1.BareMetalHost, templates []Template) (Outcome, error) {
-	matching, _ := Selecting(templates, host.Labels)
+func (s *Standings) standing(ctx context.Context, host *bmov1alpha1.BareMetalHost, templates []template.Template) (Outcome, error) {
+	matching, _ := template.Selecting(templates, host.Labels)
 	if len(matching) > 1 && !ignored(host, matching) {
 		resolution, err := s.Templates.Resolve(ctx, host.Namespace, setUpFrom(host), matching)
 		if err != nil {
 			return Outcome{}, err
 		}
 		if resolution.Governing != nil {
-			matching = []Template{*resolution.Governing}
+			matching = []template.Template{*resolution.Governing}
 		}
 	}
 	return Standing(host, matching), nil
@@ -120,7 +121,7 @@ func (s *Standings) standing(ctx context.Context, host *bmov1alpha1.BareMetalHos
 // (one, or several in conflict, after a rollout's resolution), as the host
 // manager's last reconcile of it decided: from its pause, its labels and
 // annotations, and the problem recorded on it.
-func Standing(host *bmov1alpha1.BareMetalHost, matching []Template) Outcome {
+func Standing(host *bmov1alpha1.BareMetalHost, matching []template.Template) Outcome {
 	if ignored(host, matching) {
 		return Outcome{Phase: PhaseIgnored}
 	}
@@ -133,7 +134,7 @@ func Standing(host *bmov1alpha1.BareMetalHost, matching []Template) Outcome {
 		return Outcome{Phase: PhaseNoTemplate}
 	case 1:
 	default:
-		refs := make([]TemplateRef, 0, len(matching))
+		refs := make([]template.Ref, 0, len(matching))
 		for _, template := range matching {
 			refs = append(refs, template.Ref)
 		}
@@ -159,7 +160,7 @@ func Standing(host *bmov1alpha1.BareMetalHost, matching []Template) Outcome {
 
 // ignored is a host that is not ours: being deleted, paused by someone
 // else, or neither paused for us, set up by us nor adopted by a template.
-func ignored(host *bmov1alpha1.BareMetalHost, matching []Template) bool {
+func ignored(host *bmov1alpha1.BareMetalHost, matching []template.Template) bool {
 	return !host.DeletionTimestamp.IsZero() || ownership.PausedBySomeoneElse(host) ||
-		!ownership.PausedForUs(host) && !ownership.Ours(host) && !anyAdopts(matching)
+		!ownership.PausedForUs(host) && !ownership.Ours(host) && !template.AnyAdopts(matching)
 }

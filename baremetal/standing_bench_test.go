@@ -30,6 +30,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // listedObjects is a client.Reader that lists what it holds, copying the
@@ -80,7 +81,7 @@ func BenchmarkCountAll(b *testing.B) {
 				Namespace: "metal3", Name: fmt.Sprintf("host-%05d", i),
 				Labels: map[string]string{"rack": strconv.Itoa(rack), preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 				Annotations: map[string]string{
-					preprovv1.TemplateAnnotation: TemplateRef{Kind: KindMachineTemplate, Name: fmt.Sprintf("rack-%d", rack)}.String(),
+					preprovv1.TemplateAnnotation: template.Ref{Kind: preprovv1.KindMachineTemplate, Name: fmt.Sprintf("rack-%d", rack)}.String(),
 				},
 			},
 			Spec: bmov1alpha1.BareMetalHostSpec{BMC: bmov1alpha1.BMCDetails{Address: "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1"}},

@@ -25,15 +25,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 func TestStanding(t *testing.T) {
-	mine := Template{Ref: TemplateRef{Kind: KindPreprovisioningTemplate, Name: "rack-1"}}
-	other := Template{Ref: TemplateRef{Kind: KindMachineTemplate, Name: "workers"}}
+	mine := template.Template{Ref: template.Ref{Kind: preprovv1.KindPreprovisioningTemplate, Name: "rack-1"}}
+	other := template.Template{Ref: template.Ref{Kind: preprovv1.KindMachineTemplate, Name: "workers"}}
 	adopting := mine
 	adopting.AdoptExistingHosts = true
 	pausedForUs := map[string]string{preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning}
-	setUpBy := func(ref TemplateRef, annotations ...string) *bmov1alpha1.BareMetalHost {
+	setUpBy := func(ref template.Ref, annotations ...string) *bmov1alpha1.BareMetalHost {
 		host := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 			Annotations: map[string]string{preprovv1.TemplateAnnotation: ref.String()},
@@ -54,29 +55,29 @@ func TestStanding(t *testing.T) {
 	tests := []struct {
 		name     string
 		host     *bmov1alpha1.BareMetalHost
-		matching []Template
+		matching []template.Template
 		want     Outcome
 	}{
 		{"paused by someone else", withAnnotations(map[string]string{preprovv1.PausedAnnotation: "metal3.io/capm3"}),
-			[]Template{mine}, Outcome{Phase: PhaseIgnored}},
-		{"being deleted", deleting, []Template{mine}, Outcome{Phase: PhaseIgnored}},
-		{"not paused, not ours, not adopted", withAnnotations(nil), []Template{mine}, Outcome{Phase: PhaseIgnored}},
-		{"not paused, adopted", withAnnotations(nil), []Template{adopting}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
+			[]template.Template{mine}, Outcome{Phase: PhaseIgnored}},
+		{"being deleted", deleting, []template.Template{mine}, Outcome{Phase: PhaseIgnored}},
+		{"not paused, not ours, not adopted", withAnnotations(nil), []template.Template{mine}, Outcome{Phase: PhaseIgnored}},
+		{"not paused, adopted", withAnnotations(nil), []template.Template{adopting}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
 		{"paused, no template", withAnnotations(pausedForUs), nil, Outcome{Phase: PhaseNoTemplate}},
-		{"paused, two templates", withAnnotations(pausedForUs), []Template{other, mine},
-			Outcome{Phase: PhaseConflict, Conflicts: []TemplateRef{other.Ref, mine.Ref}}},
-		{"paused, one template", withAnnotations(pausedForUs), []Template{mine}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
-		{"paused, BMC boots over the network", needsDHCP, []Template{mine},
+		{"paused, two templates", withAnnotations(pausedForUs), []template.Template{other, mine},
+			Outcome{Phase: PhaseConflict, Conflicts: []template.Ref{other.Ref, mine.Ref}}},
+		{"paused, one template", withAnnotations(pausedForUs), []template.Template{mine}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
+		{"paused, BMC boots over the network", needsDHCP, []template.Template{mine},
 			Outcome{Phase: PhaseWaiting, Template: mine.Ref, BootNeedsDHCP: "ipmi"}},
 		{"paused, failed", withAnnotations(map[string]string{
 			preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning, preprovv1.ProblemAnnotation: ReasonIPClaimFailed,
-		}), []Template{mine}, Outcome{Phase: PhaseFailed, Template: mine.Ref, Reason: ReasonIPClaimFailed}},
-		{"set up", setUpBy(mine.Ref), []Template{mine}, Outcome{Phase: PhaseReady, Template: mine.Ref}},
-		{"set up, stalled", setUpBy(mine.Ref, preprovv1.ProblemAnnotation, ReasonInspectionStalled), []Template{mine},
+		}), []template.Template{mine}, Outcome{Phase: PhaseFailed, Template: mine.Ref, Reason: ReasonIPClaimFailed}},
+		{"set up", setUpBy(mine.Ref), []template.Template{mine}, Outcome{Phase: PhaseReady, Template: mine.Ref}},
+		{"set up, stalled", setUpBy(mine.Ref, preprovv1.ProblemAnnotation, ReasonInspectionStalled), []template.Template{mine},
 			Outcome{Phase: PhaseReady, Template: mine.Ref, InspectionStalled: true}},
-		{"set up, drifted", setUpBy(mine.Ref, preprovv1.ProblemAnnotation, ReasonNetworkDataDrift), []Template{mine},
+		{"set up, drifted", setUpBy(mine.Ref, preprovv1.ProblemAnnotation, ReasonNetworkDataDrift), []template.Template{mine},
 			Outcome{Phase: PhaseDrifted, Template: mine.Ref}},
-		{"set up by another template, not yet by this one", setUpBy(other.Ref), []Template{mine},
+		{"set up by another template, not yet by this one", setUpBy(other.Ref), []template.Template{mine},
 			Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
 		{"set up, no template selects it", setUpBy(mine.Ref), nil, Outcome{Phase: PhaseOrphaned, Template: mine.Ref}},
 	}
@@ -145,7 +146,7 @@ func TestProblemOf(t *testing.T) {
 			host := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 				preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning, preprovv1.ProblemAnnotation: tt.want,
 			}}}
-			assert.Equal(t, tt.outcome.Phase, Standing(host, []Template{{}}).Phase)
+			assert.Equal(t, tt.outcome.Phase, Standing(host, []template.Template{{}}).Phase)
 		}
 	}
 }

@@ -16,6 +16,10 @@ limitations under the License.
 
 package baremetal
 
+import (
+	"github.com/capm3-preprov/capm3-preprov/template"
+)
+
 // HostCounts is how the hosts of one template stand.
 type HostCounts struct {
 	Matched, Ready, Waiting, Failed, Conflicting, Orphaned, Drifted, Stalled int32
@@ -23,7 +27,7 @@ type HostCounts struct {
 
 // CountHosts counts, from where the hosts stand, the hosts a template
 // selects (alone or with others) and those it set up but no longer selects.
-func CountHosts(ref TemplateRef, outcomes map[string]Outcome) HostCounts {
+func CountHosts(ref template.Ref, outcomes map[string]Outcome) HostCounts {
 	var counts HostCounts
 	for _, outcome := range outcomes {
 		if outcome.Phase == PhaseConflict {

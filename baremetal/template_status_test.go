@@ -20,11 +20,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 func TestCountHosts(t *testing.T) {
-	mine := TemplateRef{Kind: KindPreprovisioningTemplate, Name: "rack-1"}
-	other := TemplateRef{Kind: KindMachineTemplate, Name: "workers"}
+	mine := template.Ref{Kind: preprovv1.KindPreprovisioningTemplate, Name: "rack-1"}
+	other := template.Ref{Kind: preprovv1.KindMachineTemplate, Name: "workers"}
 	tests := []struct {
 		name     string
 		outcomes map[string]Outcome
@@ -40,7 +43,7 @@ func TestCountHosts(t *testing.T) {
 				"failed":   {Phase: PhaseFailed, Template: mine},
 				"drifted":  {Phase: PhaseDrifted, Template: mine},
 				"orphaned": {Phase: PhaseOrphaned, Template: mine},
-				"conflict": {Phase: PhaseConflict, Conflicts: []TemplateRef{other, mine}},
+				"conflict": {Phase: PhaseConflict, Conflicts: []template.Ref{other, mine}},
 			},
 			want: HostCounts{Matched: 6, Ready: 3, Waiting: 1, Failed: 1, Conflicting: 1, Orphaned: 1, Drifted: 1, Stalled: 1},
 		},
@@ -48,7 +51,7 @@ func TestCountHosts(t *testing.T) {
 			name: "other templates' hosts do not count",
 			outcomes: map[string]Outcome{
 				"theirs":         {Phase: PhaseReady, Template: other},
-				"their conflict": {Phase: PhaseConflict, Conflicts: []TemplateRef{other, {Kind: KindMachineTemplate, Name: "x"}}},
+				"their conflict": {Phase: PhaseConflict, Conflicts: []template.Ref{other, {Kind: preprovv1.KindMachineTemplate, Name: "x"}}},
 				"no template":    {Phase: PhaseNoTemplate},
 			},
 			want: HostCounts{},
@@ -56,7 +59,7 @@ func TestCountHosts(t *testing.T) {
 		{
 			name: "same name, other kind, is another template",
 			outcomes: map[string]Outcome{
-				"host": {Phase: PhaseReady, Template: TemplateRef{Kind: KindMachineTemplate, Name: "rack-1"}},
+				"host": {Phase: PhaseReady, Template: template.Ref{Kind: preprovv1.KindMachineTemplate, Name: "rack-1"}},
 			},
 			want: HostCounts{},
 		},

@@ -17,6 +17,9 @@ limitations under the License.
 // Package controllers holds thin reconcilers: they read the object, call a
 // manager from baremetal/ or ipam/, and map events on related objects to the
 // hosts they concern.
+//
+// Layer: above baremetal, ipam, template and the leaves; main.go wires it
+// with webhooks.
 package controllers
 
 import (

@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
@@ -78,7 +79,7 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
 	assert.NotContains(t, oldPool.Spec.PreAllocations, "node-0-old")
-	assert.NotContains(t, oldPool.Annotations, ipam.PreallocatedForAnnotation)
+	assert.NotContains(t, oldPool.Annotations, preprovv1.PreallocatedForAnnotation)
 }
 
 // A host still paused for us gives back what it claimed when its template

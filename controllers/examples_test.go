@@ -37,6 +37,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/template"
 	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/ironic"
@@ -240,7 +241,7 @@ func TestAllExamplesInOneNamespace(t *testing.T) {
 			for _, event := range hostEvents(t, ns, host) {
 				assert.NotEqual(t, baremetal.ReasonTemplateConflict, event.Reason, "%s: %s", host, event.Note)
 			}
-			template, _ := baremetal.ParseTemplateRef(getHost(t, ns, host).Annotations[preprovv1.TemplateAnnotation])
+			template, _ := template.ParseRef(getHost(t, ns, host).Annotations[preprovv1.TemplateAnnotation])
 			assert.Contains(t, example.templates, template, "%s is served by a template of another example", host)
 			for _, network := range networksByID(t, data) {
 				ip, ok := network["ip_address"].(string)
@@ -260,7 +261,7 @@ type appliedExample struct {
 	// hosts maps each BareMetalHost to the value of its pause annotation.
 	hosts map[string]string
 	// templates are the example's template sources.
-	templates []baremetal.TemplateRef
+	templates []template.Ref
 }
 
 func exampleFolders(t *testing.T) []string {
@@ -286,9 +287,9 @@ func applyExample(t *testing.T, ns, folder string) appliedExample {
 		switch obj.GetKind() {
 		case "BareMetalHost":
 			example.hosts[obj.GetName()] = obj.GetAnnotations()[preprovv1.PausedAnnotation]
-		case baremetal.KindPreprovisioningTemplate:
+		case preprovv1.KindPreprovisioningTemplate:
 			example.templates = append(example.templates, templateRef(obj))
-		case baremetal.KindMachineTemplate:
+		case preprovv1.KindMachineTemplate:
 			if obj.GetAnnotations()[preprovv1.EnabledAnnotation] == "true" {
 				example.templates = append(example.templates, templateRef(obj))
 			}
@@ -297,8 +298,8 @@ func applyExample(t *testing.T, ns, folder string) appliedExample {
 	return example
 }
 
-func templateRef(obj *unstructured.Unstructured) baremetal.TemplateRef {
-	return baremetal.TemplateRef{Kind: obj.GetKind(), Name: obj.GetName()}
+func templateRef(obj *unstructured.Unstructured) template.Ref {
+	return template.Ref{Kind: obj.GetKind(), Name: obj.GetName()}
 }
 
 // waitForExample waits until every host the example pauses for
@@ -316,7 +317,7 @@ func waitForExample(t *testing.T, ns string, example appliedExample) map[string]
 	require.NotEmpty(t, networkData, "%s pauses no host for preprovisioning", example.folder)
 
 	for _, template := range example.templates {
-		if template.Kind != baremetal.KindPreprovisioningTemplate {
+		if template.Kind != preprovv1.KindPreprovisioningTemplate {
 			continue
 		}
 		require.EventuallyWithT(t, func(c *assert.CollectT) {

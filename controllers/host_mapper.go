@@ -37,6 +37,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // hostMapper maps events on related objects to the hosts they concern. On
@@ -52,12 +53,12 @@ func (m *hostMapper) forMachineTemplate(ctx context.Context, obj client.Object) 
 	if !ok {
 		return nil
 	}
-	template := baremetal.FromMachineTemplate(m3mt)
+	source := template.FromMachineTemplate(m3mt)
 	if !m.templates.MachineTemplateEnabled(m3mt) {
 		// Not a source: only the hosts it set up earlier can be affected.
-		return m.hostsSetUpBy(ctx, m3mt.Namespace, template.Ref)
+		return m.hostsSetUpBy(ctx, m3mt.Namespace, source.Ref)
 	}
-	return m.hostsOf(ctx, m3mt.Namespace, template)
+	return m.hostsOf(ctx, m3mt.Namespace, source)
 }
 
 func (m *hostMapper) forPreprovisioningTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -65,7 +66,7 @@ func (m *hostMapper) forPreprovisioningTemplate(ctx context.Context, obj client.
 	if !ok {
 		return nil
 	}
-	return m.hostsOf(ctx, m3ppt.Namespace, baremetal.FromPreprovisioningTemplate(m3ppt))
+	return m.hostsOf(ctx, m3ppt.Namespace, template.FromPreprovisioningTemplate(m3ppt))
 }
 
 // forDataTemplate maps a Metal3DataTemplate to the hosts of every template
@@ -150,22 +151,22 @@ func referencedMachineTemplate(obj client.Object) string {
 	case *controlplane.KubeadmControlPlane:
 		ref = user.Spec.MachineTemplate.Spec.InfrastructureRef
 	}
-	if ref.Kind != baremetal.KindMachineTemplate || ref.APIGroup != capm3.GroupVersion.Group {
+	if ref.Kind != preprovv1.KindMachineTemplate || ref.APIGroup != capm3.GroupVersion.Group {
 		return ""
 	}
 	return ref.Name
 }
 
 // hostsOf returns the hosts a template selects and the hosts it set up.
-func (m *hostMapper) hostsOf(ctx context.Context, namespace string, template baremetal.Template) []reconcile.Request {
-	requests := m.hostsSetUpBy(ctx, namespace, template.Ref)
-	selector, err := baremetal.HostSelector(template.Selector)
+func (m *hostMapper) hostsOf(ctx context.Context, namespace string, source template.Template) []reconcile.Request {
+	requests := m.hostsSetUpBy(ctx, namespace, source.Ref)
+	selector, err := template.HostSelector(source.Selector)
 	if err != nil {
 		return requests
 	}
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	if err := m.client.List(ctx, hosts, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts a template selects", "template", template.Ref.String())
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts a template selects", "template", source.Ref.String())
 		return requests
 	}
 	for i := range hosts.Items {
@@ -174,7 +175,7 @@ func (m *hostMapper) hostsOf(ctx context.Context, namespace string, template bar
 	return requests
 }
 
-func (m *hostMapper) hostsSetUpBy(ctx context.Context, namespace string, ref baremetal.TemplateRef) []reconcile.Request {
+func (m *hostMapper) hostsSetUpBy(ctx context.Context, namespace string, ref template.Ref) []reconcile.Request {
 	hosts := &bmov1alpha1.BareMetalHostList{}
 	err := m.client.List(ctx, hosts, client.InNamespace(namespace), client.MatchingFields{index.HostTemplateField: ref.String()})
 	if err != nil {

@@ -121,7 +121,7 @@ func templateEvents(t require.TestingT, namespace, name string) []eventsv1.Event
 	require.NoError(t, k8sClient.List(context.Background(), list, client.InNamespace(namespace)))
 	var events []eventsv1.Event
 	for _, event := range list.Items {
-		if event.Regarding.Kind == baremetal.KindPreprovisioningTemplate && event.Regarding.Name == name {
+		if event.Regarding.Kind == preprovv1.KindPreprovisioningTemplate && event.Regarding.Name == name {
 			events = append(events, event)
 		}
 	}

@@ -374,7 +374,7 @@ func TestPoolPreallocationsBackstop(t *testing.T) {
 	assert.Equal(t, []string{"patch IPPool: 1"}, writes.Writes())
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
 	assert.Equal(t, ip, string(pool.Spec.PreAllocations["node-0-provisioning"]))
-	assert.NotContains(t, pool.Annotations, ipam.PreallocatedForAnnotation, "the entry is ours by its field manager alone")
+	assert.NotContains(t, pool.Annotations, preprovv1.PreallocatedForAnnotation, "the entry is ours by its field manager alone")
 
 	writes.(interface{ Reset() }).Reset()
 	_, err = manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
@@ -386,7 +386,7 @@ func TestPoolPreallocationsBackstop(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
 		assert.Equal(c, map[string]ipamv1.IPAddressStr{"someone-else": "192.0.2.20"}, pool.Spec.PreAllocations)
-		assert.NotContains(c, pool.Annotations, ipam.PreallocatedForAnnotation)
+		assert.NotContains(c, pool.Annotations, preprovv1.PreallocatedForAnnotation)
 	}, waitTimeout, pollInterval)
 }
 
@@ -396,7 +396,7 @@ func TestPreallocationSweepRemovesEntriesOfHostsDeletedWhileDown(t *testing.T) {
 	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
 		"ghost-provisioning": "192.0.2.10", "alive-provisioning": "192.0.2.11", "users-provisioning": "192.0.2.12",
 	}
-	pool.Annotations = map[string]string{ipam.PreallocatedForAnnotation: `["alive-provisioning","ghost-provisioning"]`}
+	pool.Annotations = map[string]string{preprovv1.PreallocatedForAnnotation: `["alive-provisioning","ghost-provisioning"]`}
 	alive := fixtures.Host(ns, "alive", "52:54:00:aa:bb:01", nil)
 	delete(alive.Annotations, preprovv1.PausedAnnotation)
 	create(t, pool, alive)
@@ -406,7 +406,7 @@ func TestPreallocationSweepRemovesEntriesOfHostsDeletedWhileDown(t *testing.T) {
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
 	assert.Equal(t, map[string]ipamv1.IPAddressStr{"alive-provisioning": "192.0.2.11", "users-provisioning": "192.0.2.12"},
 		pool.Spec.PreAllocations)
-	assert.Equal(t, `["alive-provisioning"]`, pool.Annotations[ipam.PreallocatedForAnnotation])
+	assert.Equal(t, `["alive-provisioning"]`, pool.Annotations[preprovv1.PreallocatedForAnnotation])
 }
 
 func TestOnlyAnAdoptingTemplateTakesHostsThatAreNotPaused(t *testing.T) {

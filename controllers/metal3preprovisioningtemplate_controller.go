@@ -41,8 +41,9 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates/status,verbs=get;update;patch
@@ -60,54 +61,54 @@ type TemplateStatusReconciler struct {
 
 // Reconcile recomputes one template's status.
 func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	template := &preprovv1.Metal3PreprovisioningTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, template); err != nil {
+	m3ppt := &preprovv1.Metal3PreprovisioningTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m3ppt); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(template, r.Client)
+	helper, err := patch.NewHelper(m3ppt, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		patchErr := helper.Patch(ctx, template, patch.WithOwnedConditions{Conditions: []string{
+		patchErr := helper.Patch(ctx, m3ppt, patch.WithOwnedConditions{Conditions: []string{
 			preprovv1.ReadyCondition, preprovv1.NetworkDataUpToDateCondition,
 		}})
 		reterr = errors.Join(reterr, client.IgnoreNotFound(patchErr))
 	}()
 
-	view := baremetal.FromPreprovisioningTemplate(template)
-	standings, err := r.Standings.OfTemplate(ctx, template.Namespace, view)
+	view := template.FromPreprovisioningTemplate(m3ppt)
+	standings, err := r.Standings.OfTemplate(ctx, m3ppt.Namespace, view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	counts := baremetal.CountHosts(view.Ref, standings)
-	template.Status.ObservedGeneration = template.Generation
-	template.Status.MatchedHosts = ptr.To(counts.Matched)
-	template.Status.ReadyHosts = ptr.To(counts.Ready)
-	template.Status.WaitingHosts = ptr.To(counts.Waiting)
-	template.Status.FailedHosts = ptr.To(counts.Failed)
-	template.Status.ConflictingHosts = ptr.To(counts.Conflicting)
-	template.Status.OrphanedHosts = ptr.To(counts.Orphaned)
-	template.Status.StalledHosts = ptr.To(counts.Stalled)
+	m3ppt.Status.ObservedGeneration = m3ppt.Generation
+	m3ppt.Status.MatchedHosts = ptr.To(counts.Matched)
+	m3ppt.Status.ReadyHosts = ptr.To(counts.Ready)
+	m3ppt.Status.WaitingHosts = ptr.To(counts.Waiting)
+	m3ppt.Status.FailedHosts = ptr.To(counts.Failed)
+	m3ppt.Status.ConflictingHosts = ptr.To(counts.Conflicting)
+	m3ppt.Status.OrphanedHosts = ptr.To(counts.Orphaned)
+	m3ppt.Status.StalledHosts = ptr.To(counts.Stalled)
 
-	problem, err := r.templateProblem(ctx, template.Namespace, view)
+	problem, err := r.templateProblem(ctx, m3ppt.Namespace, view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.reportInvalid(template, problem)
-	conditions.Set(template, readyCondition(counts, problem))
-	conditions.Set(template, upToDateCondition(counts))
+	r.reportInvalid(m3ppt, problem)
+	conditions.Set(m3ppt, readyCondition(counts, problem))
+	conditions.Set(m3ppt, upToDateCondition(counts))
 	return ctrl.Result{}, nil
 }
 
 // templateProblem says what makes the template itself unusable, if anything.
-func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespace string, view baremetal.Template) (string, error) {
+func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespace string, view template.Template) (string, error) {
 	if view.Invalid != "" {
 		return "the template selects no host until it is fixed: " + view.Invalid, nil
 	}
 	networkData, err := r.Templates.NetworkData(ctx, namespace, view)
 	if err != nil {
-		var templateErr *baremetal.TemplateError
+		var templateErr *template.Error
 		if errors.As(err, &templateErr) {
 			return templateErr.Message, nil
 		}
@@ -220,10 +221,10 @@ func (r *TemplateStatusReconciler) templatesOfHost(ctx context.Context, obj clie
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the templates of a BareMetalHost's namespace")
 		return nil
 	}
-	setUpFrom, _ := baremetal.ParseTemplateRef(obj.GetAnnotations()[preprovv1.TemplateAnnotation])
+	setUpFrom, _ := template.ParseRef(obj.GetAnnotations()[preprovv1.TemplateAnnotation])
 	var requests []reconcile.Request
 	for _, template := range templates {
-		if template.Ref.Kind != baremetal.KindPreprovisioningTemplate {
+		if template.Ref.Kind != preprovv1.KindPreprovisioningTemplate {
 			continue
 		}
 		if selects, _ := template.Selects(obj.GetLabels()); selects || template.Ref == setUpFrom {

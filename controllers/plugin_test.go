@@ -40,7 +40,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/internal/plugin"
+	"github.com/capm3-preprov/capm3-preprov/cmd/kubectl-preprov/plugin"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )

@@ -31,6 +31,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/template"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
@@ -146,7 +147,7 @@ func TestAllMachineTemplatesWithoutSelectors(t *testing.T) {
 			assert.Equal(t, tt.phase, outcome.Phase, outcome.Message)
 			if tt.template != "" {
 				assert.Equal(t, tt.template, outcome.Template.String())
-				assert.Equal(t, []baremetal.TemplateRef{{Kind: baremetal.KindMachineTemplate, Name: "workers"}}, outcome.LeftOvers)
+				assert.Equal(t, []template.Ref{{Kind: preprovv1.KindMachineTemplate, Name: "workers"}}, outcome.LeftOvers)
 			}
 		})
 	}

@@ -17,6 +17,9 @@ limitations under the License.
 // Package ipam claims IP addresses for hosts from Metal3 IPAM IPPools and
 // reads them back, following the IPClaim/IPAddress contract of
 // metal3-io/ip-address-manager.
+//
+// Layer: above api/v1beta1, networkdata and the internal/ leaves, below
+// baremetal.
 package ipam
 
 import (
@@ -36,9 +39,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
 // ClaimName is the name of the IPClaim a host holds on a pool. CAPM3 looks up
@@ -248,7 +251,7 @@ func recordPoolAddresses(ctx context.Context, c client.Client, claim *ipamv1.IPC
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
-	claim.Annotations[PoolAddressesAnnotation] = strconv.Itoa(addresses)
+	claim.Annotations[preprovv1.PoolAddressesAnnotation] = strconv.Itoa(addresses)
 	if err := c.Patch(ctx, claim, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("recording the IPAddresses of IPPool %q on failed IPClaim %s/%s: %w",
 			claim.Spec.Pool.Name, claim.Namespace, claim.Name, err)
@@ -261,7 +264,7 @@ func setRetryNote(claim *ipamv1.IPClaim, note retryNote) error {
 	if err != nil {
 		return fmt.Errorf("writing the retry note of IPClaim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	claim.Annotations[RetryAnnotation] = string(value)
+	claim.Annotations[preprovv1.RetryAnnotation] = string(value)
 	return nil
 }
 

@@ -23,7 +23,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/utils/ptr"
 
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
 func TestClaimName(t *testing.T) {
@@ -72,7 +73,7 @@ func TestOwnKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pool := &ipamv1.IPPool{}
 			if tt.annotation != "" {
-				pool.Annotations = map[string]string{PreallocatedForAnnotation: tt.annotation}
+				pool.Annotations = map[string]string{preprovv1.PreallocatedForAnnotation: tt.annotation}
 			}
 			assert.Equal(t, tt.want, ownKeys(pool))
 		})

@@ -35,13 +35,6 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 )
 
-// PreallocatedForAnnotation is where earlier versions listed, on an IPPool,
-// the spec.preAllocations keys they wrote (a JSON list). All annotations of
-// an object together may not exceed 256 KiB, which the list reached at about
-// 6,000 hosts per pool. Its keys still count as ours; the list only shrinks
-// as they are removed and is never written anew.
-const PreallocatedForAnnotation = "preprovisioning.metal3.io/preallocations"
-
 // Preallocations is the optional backstop: it records each host's address
 // in its pool's spec.preAllocations under the claim name, so IPAM hands the
 // same address to a claim of that name even if the claim is recreated, and
@@ -213,7 +206,7 @@ func managedKeys(pool *ipamv1.IPPool) []string {
 
 func legacyKeys(pool *ipamv1.IPPool) []string {
 	var keys []string
-	if value := pool.Annotations[PreallocatedForAnnotation]; value != "" {
+	if value := pool.Annotations[preprovv1.PreallocatedForAnnotation]; value != "" {
 		// A value we cannot read is treated as empty: we then remove nothing.
 		_ = json.Unmarshal([]byte(value), &keys)
 	}
@@ -228,14 +221,14 @@ func setOwnKeys(pool *ipamv1.IPPool, keys []string) error {
 	left := sets.New(keys...)
 	legacy := slices.DeleteFunc(legacyKeys(pool), func(key string) bool { return !left.Has(key) })
 	if len(legacy) == 0 {
-		delete(pool.Annotations, PreallocatedForAnnotation)
+		delete(pool.Annotations, preprovv1.PreallocatedForAnnotation)
 		return nil
 	}
 	value, err := json.Marshal(legacy)
 	if err != nil {
 		return err
 	}
-	pool.Annotations[PreallocatedForAnnotation] = string(value)
+	pool.Annotations[preprovv1.PreallocatedForAnnotation] = string(value)
 	return nil
 }
 

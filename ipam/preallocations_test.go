@@ -37,7 +37,7 @@ func TestOwnKeysFromTheManagedFields(t *testing.T) {
 		}
 	}
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{
-		Annotations: map[string]string{PreallocatedForAnnotation: `["old-provisioning","ours-provisioning"]`},
+		Annotations: map[string]string{preprovv1.PreallocatedForAnnotation: `["old-provisioning","ours-provisioning"]`},
 		ManagedFields: []metav1.ManagedFieldsEntry{
 			record("kubectl-edit", metav1.ManagedFieldsOperationUpdate, "",
 				`{"f:spec":{"f:preAllocations":{".":{},"f:users-provisioning":{}}}}`),
@@ -54,7 +54,7 @@ func TestOwnKeysFromTheManagedFields(t *testing.T) {
 
 	// Removing "old-provisioning" shrinks the annotation; it goes with the last key.
 	require.NoError(t, setOwnKeys(pool, []string{"node-0-provisioning", "ours-provisioning"}))
-	assert.Equal(t, `["ours-provisioning"]`, pool.Annotations[PreallocatedForAnnotation])
+	assert.Equal(t, `["ours-provisioning"]`, pool.Annotations[preprovv1.PreallocatedForAnnotation])
 	require.NoError(t, setOwnKeys(pool, []string{"node-0-provisioning"}))
-	assert.NotContains(t, pool.Annotations, PreallocatedForAnnotation)
+	assert.NotContains(t, pool.Annotations, preprovv1.PreallocatedForAnnotation)
 }

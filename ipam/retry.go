@@ -29,6 +29,8 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 )
 
 // Metal3 IPAM never looks at a failed claim (status.errorMessage) again, so
@@ -38,16 +40,6 @@ import (
 // address of another shard, a Cluster API IPAddress of the pool): a claim
 // made for an address that looks free and refused again is made for it only
 // a few times, backed off, and then waits for the pool to change.
-const (
-	// PoolAddressesAnnotation records on a failed claim how many IPAddresses
-	// its pool had when we first saw the failure.
-	PoolAddressesAnnotation = "preprovisioning.metal3.io/pool-addresses"
-	// RetryAnnotation records on a claim made again the address that looked
-	// free, how many claims in a row were made for it, and the addresses
-	// IPAM refused although they looked free (JSON).
-	RetryAnnotation = "preprovisioning.metal3.io/retry"
-)
-
 const (
 	// retriesOfOneAddress is how many claims in a row are made for one
 	// address that looks free before it is taken for refused.
@@ -85,10 +77,10 @@ type retryDecision struct {
 // decideRetry decides what to do with a claim IPAM gave up on, from the
 // pool's usage now.
 func decideRetry(claim *ipamv1.IPClaim, pool *ipamv1.IPPool, usage poolUsage, now time.Time) retryDecision {
-	recorded, err := strconv.Atoi(claim.Annotations[PoolAddressesAnnotation])
+	recorded, err := strconv.Atoi(claim.Annotations[preprovv1.PoolAddressesAnnotation])
 	hasRecord := err == nil
 	var last retryNote
-	if value, ok := claim.Annotations[RetryAnnotation]; ok {
+	if value, ok := claim.Annotations[preprovv1.RetryAnnotation]; ok {
 		// An unreadable note counts as none: at worst one more claim.
 		_ = json.Unmarshal([]byte(value), &last)
 	}

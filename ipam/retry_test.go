@@ -27,6 +27,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 )
 
 // tinyPool is 192.0.2.10-11, with the given pre-allocations.
@@ -131,20 +133,20 @@ func TestDecideRetry(t *testing.T) {
 		},
 		{
 			name:        "exhausted, count recorded: nothing to do",
-			annotations: map[string]string{PoolAddressesAnnotation: "2"},
+			annotations: map[string]string{preprovv1.PoolAddressesAnnotation: "2"},
 			addresses:   exhausted,
 		},
 		{
 			// Claims made together all recorded 0 addresses at creation;
 			// the count is now taken when the failure is seen.
 			name:        "an address is free: retry for it",
-			annotations: map[string]string{PoolAddressesAnnotation: "0"},
+			annotations: map[string]string{preprovv1.PoolAddressesAnnotation: "0"},
 			addresses:   oneFree,
 			want:        retryDecision{retry: true, note: retryNote{Address: "192.0.2.11", Attempt: 1}},
 		},
 		{
 			name:        "fewer addresses than when the failure was seen, none free for us: retry",
-			annotations: map[string]string{PoolAddressesAnnotation: "2"},
+			annotations: map[string]string{preprovv1.PoolAddressesAnnotation: "2"},
 			// The freed address is pre-allocated to somebody else.
 			preAllocations: map[string]ipamv1.IPAddressStr{"b-pool": "192.0.2.11"},
 			addresses:      map[string]string{"a-pool": "192.0.2.10"},
@@ -152,14 +154,14 @@ func TestDecideRetry(t *testing.T) {
 		},
 		{
 			name:        "a retry for the same address refused: backed off",
-			annotations: map[string]string{RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 1})},
+			annotations: map[string]string{preprovv1.RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 1})},
 			addresses:   oneFree,
 			after:       time.Second,
 			want:        retryDecision{after: time.Second},
 		},
 		{
 			name:        "a retry for the same address refused, backoff over: once more",
-			annotations: map[string]string{RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 2})},
+			annotations: map[string]string{preprovv1.RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 2})},
 			addresses:   oneFree,
 			after:       4 * time.Second,
 			want:        retryDecision{retry: true, note: retryNote{Address: "192.0.2.11", Attempt: 3}},
@@ -167,7 +169,7 @@ func TestDecideRetry(t *testing.T) {
 		{
 			// IPAM sees a holder of the address we do not: no endless loop.
 			name:        "the same address refused as often as allowed: it stays failed",
-			annotations: map[string]string{RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: retriesOfOneAddress})},
+			annotations: map[string]string{preprovv1.RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: retriesOfOneAddress})},
 			addresses:   oneFree,
 			after:       time.Hour,
 			want:        retryDecision{record: true, refused: "192.0.2.11"},
@@ -175,8 +177,8 @@ func TestDecideRetry(t *testing.T) {
 		{
 			name: "refused, then an address is released: retry",
 			annotations: map[string]string{
-				RetryAnnotation:         note(retryNote{Address: "192.0.2.11", Attempt: retriesOfOneAddress}),
-				PoolAddressesAnnotation: "1",
+				preprovv1.RetryAnnotation:         note(retryNote{Address: "192.0.2.11", Attempt: retriesOfOneAddress}),
+				preprovv1.PoolAddressesAnnotation: "1",
 			},
 			addresses: map[string]string{},
 			want:      retryDecision{retry: true, note: retryNote{Address: "192.0.2.10", Attempt: 1}},
@@ -184,7 +186,7 @@ func TestDecideRetry(t *testing.T) {
 		{
 			name: "another address than the refused ones is free: retry for it",
 			annotations: map[string]string{
-				RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 1, Refused: []string{"192.0.2.10"}}),
+				preprovv1.RetryAnnotation: note(retryNote{Address: "192.0.2.11", Attempt: 1, Refused: []string{"192.0.2.10"}}),
 			},
 			addresses: map[string]string{},
 			after:     time.Hour,

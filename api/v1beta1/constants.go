@@ -65,6 +65,22 @@ const (
 	// the pool changes, and only then.
 	PoolGenerationAnnotation = "preprovisioning.metal3.io/pool-generation"
 
+	// PoolAddressesAnnotation records on a failed IPClaim of ours how many
+	// IPAddresses its pool had when we first saw the failure.
+	PoolAddressesAnnotation = "preprovisioning.metal3.io/pool-addresses"
+	// RetryAnnotation records on an IPClaim of ours made again the address
+	// that looked free, how many claims in a row were made for it, and the
+	// addresses IPAM refused although they looked free (JSON).
+	RetryAnnotation = "preprovisioning.metal3.io/retry"
+
+	// PreallocatedForAnnotation is where earlier versions listed, on an
+	// IPPool, the spec.preAllocations keys they wrote (a JSON list). All
+	// annotations of an object together may not exceed 256 KiB, which the
+	// list reached at about 6,000 hosts per pool. Its keys still count as
+	// ours; the list only shrinks as they are removed and is never written
+	// anew.
+	PreallocatedForAnnotation = "preprovisioning.metal3.io/preallocations"
+
 	// BMOSecretLabel is the label BMO's Secret cache selects on.
 	BMOSecretLabel = "environment.metal3.io"
 	// BMOSecretLabelValue is the value of BMOSecretLabel.
@@ -91,4 +107,12 @@ const (
 	// server's record of its fields (metadata.managedFields) is the list of
 	// the entries that are ours.
 	PreallocationsFieldManager = "capm3-preprov-preallocations"
+)
+
+// The kinds of template, as events, logs and the TemplateAnnotation name them.
+const (
+	// KindMachineTemplate is CAPM3's Metal3MachineTemplate.
+	KindMachineTemplate = "Metal3MachineTemplate"
+	// KindPreprovisioningTemplate is our Metal3PreprovisioningTemplate.
+	KindPreprovisioningTemplate = "Metal3PreprovisioningTemplate"
 )

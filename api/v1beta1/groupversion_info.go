@@ -15,6 +15,11 @@ limitations under the License.
 */
 
 // Package v1beta1 contains the capm3-preprov API: Metal3PreprovisioningTemplate.
+//
+// Layer: the bottom one; it imports nothing of this module. The annotations,
+// labels and kind names of our contract live here, so every layer names them
+// the same.
+//
 // +kubebuilder:object:generate=true
 // +groupName=infrastructure.cluster.x-k8s.io
 package v1beta1

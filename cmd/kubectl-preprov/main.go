@@ -23,7 +23,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/capm3-preprov/capm3-preprov/internal/plugin"
+	"github.com/capm3-preprov/capm3-preprov/cmd/kubectl-preprov/plugin"
 )
 
 func main() {

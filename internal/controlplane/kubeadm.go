@@ -20,6 +20,8 @@ limitations under the License.
 // created from. The full API package pulls in kubeadm's bootstrap and
 // feature-gate modules for two fields; this view decodes the same objects and
 // is never written back.
+//
+// Layer: an internal/ leaf; it imports nothing of this module.
 package controlplane
 
 import (

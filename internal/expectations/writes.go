@@ -20,6 +20,8 @@ limitations under the License.
 // otherwise write again: the create is refused (AlreadyExists) or the patch
 // loses its optimistic lock (Conflict), and a refused request still takes a
 // token from the client's rate limiter, which bounds a fleet's set-up time.
+//
+// Layer: an internal/ leaf; it imports nothing of this module.
 package expectations
 
 import (

@@ -16,6 +16,8 @@ limitations under the License.
 
 // Package index holds the field indexes the controllers use to map an event
 // on one object to the hosts it concerns, instead of scanning every host.
+//
+// Layer: an internal/ leaf; it imports api/v1beta1 and internal/ownership.
 package index
 
 import (

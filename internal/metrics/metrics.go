@@ -16,6 +16,8 @@ limitations under the License.
 
 // Package metrics holds capm3-preprov's Prometheus metrics, served on the
 // manager's metrics endpoint through controller-runtime's registry.
+//
+// Layer: an internal/ leaf; it imports nothing of this module.
 package metrics
 
 import (

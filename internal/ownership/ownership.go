@@ -19,6 +19,8 @@ limitations under the License.
 // created or set it up (our label), whether a host is handed to us (our
 // pause) or held by somebody else, and whether Cluster API tells
 // controllers to leave it alone.
+//
+// Layer: an internal/ leaf; it imports api/v1beta1 only.
 package ownership
 
 import (

@@ -15,6 +15,8 @@ limitations under the License.
 */
 
 // Package scheme builds the runtime scheme with every kind we read or write.
+//
+// Layer: an internal/ leaf; it imports api/v1beta1 and internal/controlplane.
 package scheme
 
 import (

@@ -17,6 +17,8 @@ limitations under the License.
 // Package slim makes the copies the manager's cache keeps of the objects it
 // holds most of: only what the controllers read. Each function is a cache
 // transform; an object of another type passes unchanged.
+//
+// Layer: an internal/ leaf; it imports api/v1beta1 only.
 package slim
 
 import (

@@ -35,10 +35,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
 
@@ -98,7 +98,7 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
 	assert.Len(t, pool.Spec.PreAllocations, entriesAtScale+1+next)
 	assert.Equal(t, ipamv1.IPAddressStr("10.0.250.50"), pool.Spec.PreAllocations["next-49-provisioning"])
-	assert.NotContains(t, pool.Annotations, ipam.PreallocatedForAnnotation, "a list of our keys grows with the pool")
+	assert.NotContains(t, pool.Annotations, preprovv1.PreallocatedForAnnotation, "a list of our keys grows with the pool")
 	t.Logf("IPPool with %d entries: %d bytes of spec.preAllocations, %d bytes of our managed fields record",
 		len(pool.Spec.PreAllocations), jsonSize(t, pool.Spec.PreAllocations), ourRecordSize(pool))
 

@@ -190,7 +190,7 @@ func TestSweepReadsTheAPIOnlyForOwnersTheCacheLacks(t *testing.T) {
 	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{
 		"alive-pool": "192.0.2.10", "fresh-pool": "192.0.2.11", "gone-pool": "192.0.2.12",
 	}
-	pool.Annotations = map[string]string{ipam.PreallocatedForAnnotation: `["alive-pool","fresh-pool","gone-pool"]`}
+	pool.Annotations = map[string]string{preprovv1.PreallocatedForAnnotation: `["alive-pool","fresh-pool","gone-pool"]`}
 	require.NoError(t, k8sClient.Create(ctx, pool))
 
 	// The cache has not seen the host "fresh" yet.

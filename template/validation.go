@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package baremetal
+package template
 
 import (
 	"errors"
@@ -26,14 +26,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
-// TemplateSpecErrors returns every problem of a Metal3PreprovisioningTemplate
+// SpecErrors returns every problem of a Metal3PreprovisioningTemplate
 // spec, with paths under spec. The webhook refuses a template with any; the
 // controller, which may run without the webhook (the namespaced install) or
 // find templates older than it, lets such a template select no host.
-func TemplateSpecErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec) field.ErrorList {
+func SpecErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	errs := selectorErrors(spec.HostSelector, path.Child("hostSelector"))
 	return append(errs, sourceErrors(spec, path)...)

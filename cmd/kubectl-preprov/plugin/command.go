@@ -18,6 +18,9 @@ limitations under the License.
 // BareMetalHost would get and why a host is where it is, with the
 // controller's own code (template selection, claims, renderer, validator)
 // and without writing anything.
+//
+// Layer: the top, beside the manager's main.go: it runs baremetal's host
+// manager with its writes recorded, and no reconciler.
 package plugin
 
 import (

@@ -18,6 +18,9 @@ limitations under the License.
 // a template is refused when it is written, with every problem and its fix,
 // instead of being reported later on the hosts it selects; and the opt-in
 // webhook that pauses new BareMetalHosts for preprovisioning.
+//
+// Layer: beside controllers; it imports only api/v1beta1, template and the
+// internal/index leaf, never the host manager.
 package webhooks
 
 import (
@@ -31,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // +kubebuilder:webhook:path=/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3preprovisioningtemplate,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.cluster.x-k8s.io,resources=metal3preprovisioningtemplates,verbs=create;update,versions=v1beta1,name=validation.metal3preprovisioningtemplate.infrastructure.cluster.x-k8s.io,admissionReviewVersions=v1
@@ -52,7 +55,7 @@ func SetupWebhooksWithManager(ctx context.Context, mgr ctrl.Manager) error {
 		Complete()
 }
 
-var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: baremetal.KindPreprovisioningTemplate}
+var templateGroupKind = schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: preprovv1.KindPreprovisioningTemplate}
 
 // templateValidator refuses a template the controller could not use, or that
 // would select every host of its namespace, and warns about hosts whose
@@ -64,18 +67,18 @@ type templateValidator struct {
 
 var _ admission.Validator[*preprovv1.Metal3PreprovisioningTemplate] = templateValidator{}
 
-func (v templateValidator) ValidateCreate(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
-	if err := validate(template); err != nil {
+func (v templateValidator) ValidateCreate(ctx context.Context, m3ppt *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	if err := validate(m3ppt); err != nil {
 		return nil, err
 	}
-	return v.capm3NameWarnings(ctx, template), nil
+	return v.capm3NameWarnings(ctx, m3ppt), nil
 }
 
-func (v templateValidator) ValidateUpdate(ctx context.Context, _, template *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
-	if err := validate(template); err != nil {
+func (v templateValidator) ValidateUpdate(ctx context.Context, _, m3ppt *preprovv1.Metal3PreprovisioningTemplate) (admission.Warnings, error) {
+	if err := validate(m3ppt); err != nil {
 		return nil, err
 	}
-	return v.capm3NameWarnings(ctx, template), nil
+	return v.capm3NameWarnings(ctx, m3ppt), nil
 }
 
 // ValidateDelete is never called: the webhook is registered for create and
@@ -86,9 +89,9 @@ func (templateValidator) ValidateDelete(context.Context, *preprovv1.Metal3Prepro
 
 // validate returns every problem of the template as one Invalid error, so a
 // user fixes them all in one go.
-func validate(template *preprovv1.Metal3PreprovisioningTemplate) error {
-	if errs := baremetal.TemplateSpecErrors(&template.Spec); len(errs) > 0 {
-		return apierrors.NewInvalid(templateGroupKind, template.Name, errs)
+func validate(m3ppt *preprovv1.Metal3PreprovisioningTemplate) error {
+	if errs := template.SpecErrors(&m3ppt.Spec); len(errs) > 0 {
+		return apierrors.NewInvalid(templateGroupKind, m3ppt.Name, errs)
 	}
 	return nil
 }
@@ -101,9 +104,9 @@ type templateDefaulter struct{}
 
 var _ admission.Defaulter[*preprovv1.Metal3PreprovisioningTemplate] = templateDefaulter{}
 
-func (templateDefaulter) Default(_ context.Context, template *preprovv1.Metal3PreprovisioningTemplate) error {
-	if template.Spec.ProvisionedHostPolicy == "" {
-		template.Spec.ProvisionedHostPolicy = preprovv1.ProvisionedHostReportDrift
+func (templateDefaulter) Default(_ context.Context, m3ppt *preprovv1.Metal3PreprovisioningTemplate) error {
+	if m3ppt.Spec.ProvisionedHostPolicy == "" {
+		m3ppt.Spec.ProvisionedHostPolicy = preprovv1.ProvisionedHostReportDrift
 	}
 	return nil
 }

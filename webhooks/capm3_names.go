@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // capm3NameWarnings warns about the hosts the template selects that are
@@ -42,8 +42,8 @@ import (
 // hosts so named: a namespace holds thousands of hosts, each mostly
 // inspection data, and a dry run (kubectl apply --dry-run=server) is as
 // frequent as a write.
-func (v templateValidator) capm3NameWarnings(ctx context.Context, template *preprovv1.Metal3PreprovisioningTemplate) admission.Warnings {
-	selector, err := baremetal.HostSelector(template.Spec.HostSelector)
+func (v templateValidator) capm3NameWarnings(ctx context.Context, m3ppt *preprovv1.Metal3PreprovisioningTemplate) admission.Warnings {
+	selector, err := template.HostSelector(m3ppt.Spec.HostSelector)
 	if err != nil || v.reader == nil {
 		return nil
 	}
@@ -51,13 +51,13 @@ func (v templateValidator) capm3NameWarnings(ctx context.Context, template *prep
 	ctx, cancel := context.WithTimeout(ctx, cacheWaitForWarnings)
 	defer cancel()
 	dataTemplates := &capm3.Metal3DataTemplateList{}
-	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(template.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := v.reader.List(ctx, dataTemplates, client.InNamespace(m3ppt.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var warnings admission.Warnings
 	for _, dataTemplate := range dataTemplates.Items {
 		hosts := &bmov1alpha1.BareMetalHostList{}
-		if err := v.reader.List(ctx, hosts, client.InNamespace(template.Namespace), client.UnsafeDisableDeepCopy,
+		if err := v.reader.List(ctx, hosts, client.InNamespace(m3ppt.Namespace), client.UnsafeDisableDeepCopy,
 			client.MatchingFields{index.HostNameStemField: dataTemplate.Name}, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 			return nil
 		}

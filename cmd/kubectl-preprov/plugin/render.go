@@ -26,8 +26,9 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // Preview is the network data a host would get now and what it is made
@@ -36,11 +37,11 @@ import (
 type Preview struct {
 	Host *bmov1alpha1.BareMetalHost
 	// Selecting are the templates that select the host.
-	Selecting []baremetal.TemplateRef
+	Selecting []template.Ref
 	// Invalid are the templates of the namespace that select no host, and why.
 	Invalid []string
 	// Template governs the host; empty when none does, and Problem says why.
-	Template baremetal.TemplateRef
+	Template template.Ref
 	// Claims are the host's address on each pool its network data uses, or
 	// why there is none.
 	Claims []ipam.PoolState
@@ -60,24 +61,24 @@ type claimSource func(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool
 // host that cannot be rendered has a Problem.
 func preview(ctx context.Context, templates *baremetal.Templates, claims claimSource, host *bmov1alpha1.BareMetalHost) (*Preview, error) {
 	result := &Preview{Host: host}
-	template, err := governing(ctx, templates, host, result)
-	if err != nil || template == nil {
+	source, err := governing(ctx, templates, host, result)
+	if err != nil || source == nil {
 		return result, err
 	}
-	result.Template = template.Ref
+	result.Template = source.Ref
 
-	networkData, err := templates.NetworkData(ctx, host.Namespace, *template)
+	networkData, err := templates.NetworkData(ctx, host.Namespace, *source)
 	if err != nil {
-		var templateErr *baremetal.TemplateError
+		var templateErr *template.Error
 		if errors.As(err, &templateErr) {
 			result.Problem = templateErr.Message
 			return result, nil
 		}
 		return nil, err
 	}
-	plan, err := networkdata.Compile(networkData, baremetal.HostFacts(host), template.NetworkDataOptions()...)
+	plan, err := networkdata.Compile(networkData, baremetal.HostFacts(host), source.NetworkDataOptions()...)
 	if err != nil {
-		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
+		result.Problem = fmt.Sprintf("%s: %v", source.Ref, err)
 		return result, nil
 	}
 	if result.Claims, result.Writes, err = claims(ctx, host, plan.Pools()); err != nil {
@@ -92,7 +93,7 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 		return result, nil
 	}
 	if result.NetworkData, err = plan.Render(addresses); err != nil {
-		result.Problem = fmt.Sprintf("%s: %v", template.Ref, err)
+		result.Problem = fmt.Sprintf("%s: %v", source.Ref, err)
 	}
 	return result, nil
 }
@@ -101,12 +102,12 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 // controller chooses it, and records the selecting and invalid templates;
 // nil, with the Problem, when none governs it.
 func governing(ctx context.Context, templates *baremetal.Templates, host *bmov1alpha1.BareMetalHost, result *Preview,
-) (*baremetal.Template, error) {
+) (*template.Template, error) {
 	list, err := templates.List(ctx, host.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	matching, invalid := baremetal.Selecting(list, host.Labels)
+	matching, invalid := template.Selecting(list, host.Labels)
 	for _, invalidErr := range invalid {
 		result.Invalid = append(result.Invalid, invalidErr.Error())
 	}
@@ -121,7 +122,7 @@ func governing(ctx context.Context, templates *baremetal.Templates, host *bmov1a
 	case 1:
 		return &matching[0], nil
 	}
-	setUpFrom, _ := baremetal.ParseTemplateRef(host.Annotations[preprovv1.TemplateAnnotation])
+	setUpFrom, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
 	resolution, err := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
 	if err != nil || resolution.Governing != nil {
 		return resolution.Governing, err
@@ -149,7 +150,7 @@ func addressesOf(claims []ipam.PoolState) (map[string]networkdata.Address, []str
 	return addresses, missing
 }
 
-func joinRefs(refs []baremetal.TemplateRef) string {
+func joinRefs(refs []template.Ref) string {
 	names := make([]string, 0, len(refs))
 	for _, ref := range refs {
 		names = append(names, ref.String())

@@ -37,6 +37,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // Situation names where a host stands, for explain.
@@ -159,15 +160,15 @@ func templateSelectors(ctx context.Context, templates *baremetal.Templates, name
 		return nil, err
 	}
 	lines := make([]string, 0, len(list))
-	for _, template := range list {
-		selector, err := baremetal.HostSelector(template.Selector)
+	for _, source := range list {
+		selector, err := template.HostSelector(source.Selector)
 		switch {
-		case template.Invalid != "":
-			lines = append(lines, fmt.Sprintf("%s selects no host: %s", template.Ref, template.Invalid))
+		case source.Invalid != "":
+			lines = append(lines, fmt.Sprintf("%s selects no host: %s", source.Ref, source.Invalid))
 		case err != nil:
-			lines = append(lines, fmt.Sprintf("%s selects no host: %v", template.Ref, err))
+			lines = append(lines, fmt.Sprintf("%s selects no host: %v", source.Ref, err))
 		default:
-			lines = append(lines, fmt.Sprintf("%s selects %s", template.Ref, selector))
+			lines = append(lines, fmt.Sprintf("%s selects %s", source.Ref, selector))
 		}
 	}
 	return lines, nil

@@ -33,6 +33,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // outputNetworkData prints only the document, as the host's Secret holds it.
@@ -138,14 +139,14 @@ func (o *Options) renderFiles(ctx context.Context, files []string, namespace, ho
 		}
 	}
 	// What the admission webhook refuses never reaches the controller.
-	for _, obj := range objects.ofKind(baremetal.KindPreprovisioningTemplate) {
-		template, ok := obj.(*preprovv1.Metal3PreprovisioningTemplate)
+	for _, obj := range objects.ofKind(preprovv1.KindPreprovisioningTemplate) {
+		m3ppt, ok := obj.(*preprovv1.Metal3PreprovisioningTemplate)
 		if !ok {
 			continue
 		}
-		if errs := baremetal.TemplateSpecErrors(&template.Spec); len(errs) > 0 {
-			groupKind := schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: baremetal.KindPreprovisioningTemplate}
-			return nil, apierrors.NewInvalid(groupKind, template.Name, errs)
+		if errs := template.SpecErrors(&m3ppt.Spec); len(errs) > 0 {
+			groupKind := schema.GroupKind{Group: preprovv1.GroupVersion.Group, Kind: preprovv1.KindPreprovisioningTemplate}
+			return nil, apierrors.NewInvalid(groupKind, m3ppt.Name, errs)
 		}
 	}
 	host, err := fileHost(objects, hostName)

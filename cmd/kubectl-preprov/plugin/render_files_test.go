@@ -77,8 +77,8 @@ metadata:
 spec:
   bootMACAddress: "52:54:00:aa:bb:01"
 `
-	// template has no mtu: the CRD's default is 1500.
-	template = `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+	// templateYAML has no mtu: the CRD's default is 1500.
+	templateYAML = `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: Metal3PreprovisioningTemplate
 metadata:
   name: rack-r1
@@ -99,7 +99,7 @@ spec:
 )
 
 func TestRenderFromFiles(t *testing.T) {
-	args := append([]string{"render", "-o", "networkdata", "--address", "provisioning=192.0.2.15"}, writeFiles(t, template, host, pool)...)
+	args := append([]string{"render", "-o", "networkdata", "--address", "provisioning=192.0.2.15"}, writeFiles(t, templateYAML, host, pool)...)
 	out, err := run(t, args...)
 	require.NoError(t, err)
 
@@ -123,7 +123,7 @@ func TestRenderFromFiles(t *testing.T) {
 	assert.Equal(t, "192.0.2.254", network.Routes[0]["gateway"], "the gateway of the pool entry that holds the address, before the pool's")
 	assert.Equal(t, []any{map[string]any{"type": "dns", "address": "192.0.2.53"}}, network.Routes[0]["services"])
 
-	summary, err := run(t, append([]string{"render", "--address", "provisioning=192.0.2.15"}, writeFiles(t, template, host, pool)...)...)
+	summary, err := run(t, append([]string{"render", "--address", "provisioning=192.0.2.15"}, writeFiles(t, templateYAML, host, pool)...)...)
 	require.NoError(t, err)
 	for _, line := range []string{
 		"BareMetalHost:  default/node-0",
@@ -139,7 +139,7 @@ func TestRenderFromFiles(t *testing.T) {
 // refuse: each error says what is wrong and how to fix it.
 func TestRenderFromFilesFails(t *testing.T) {
 	secondHost := strings.ReplaceAll(strings.ReplaceAll(host, "node-0", "node-1"), "aa:bb:01", "aa:bb:02")
-	twoInterfaces := strings.Replace(template, "        - {type: phy, id: eth0, macAddress: {fromHostInterface: eth0}}",
+	twoInterfaces := strings.Replace(templateYAML, "        - {type: phy, id: eth0, macAddress: {fromHostInterface: eth0}}",
 		"        - {type: phy, id: eth0, macAddress: {fromHostInterface: eth0}}\n        - {type: phy, id: eth1, macAddress: {fromHostInterface: eth1}}", 1)
 	tests := []struct {
 		name      string
@@ -149,7 +149,7 @@ func TestRenderFromFilesFails(t *testing.T) {
 		want []string
 	}{{
 		name:      "an unknown field",
-		documents: []string{strings.Replace(template, "hostSelector:", "hostSelectr:", 1), host, pool},
+		documents: []string{strings.Replace(templateYAML, "hostSelector:", "hostSelectr:", 1), host, pool},
 		want:      []string{"document 1", "Metal3PreprovisioningTemplate", `unknown field "spec.hostSelectr"`},
 	}, {
 		name: "a CAPM3 version the controller does not read",
@@ -168,43 +168,43 @@ metadata: {name: old}
 		want:      []string{"apiVersion and kind are required"},
 	}, {
 		name:      "a template the webhook refuses, with the webhook's message",
-		documents: []string{strings.Replace(template, "{matchLabels: {rack: r1}}", "{}", 1), host, pool},
+		documents: []string{strings.Replace(templateYAML, "{matchLabels: {rack: r1}}", "{}", 1), host, pool},
 		want: []string{`Metal3PreprovisioningTemplate.infrastructure.cluster.x-k8s.io "rack-r1" is invalid: spec.hostSelector: Required value: ` +
 			"an empty selector selects every BareMetalHost of the namespace"},
 	}, {
 		name:      "no host",
-		documents: []string{template, pool},
+		documents: []string{templateYAML, pool},
 		want:      []string{"the files hold no BareMetalHost: give the host's file with -f"},
 	}, {
 		name:      "two hosts and no name",
-		documents: []string{template, host, secondHost, pool},
+		documents: []string{templateYAML, host, secondHost, pool},
 		want:      []string{"the files hold 2 BareMetalHosts (node-0, node-1): name the one to render"},
 	}, {
 		name:      "an address without its pool",
-		documents: []string{template, host},
+		documents: []string{templateYAML, host},
 		args:      []string{"--address", "provisioning=192.0.2.15"},
 		want:      []string{`IPPool "provisioning" is not in namespace "default": give its file with -f`},
 	}, {
 		name:      "an address outside the pool",
-		documents: []string{template, host, pool},
+		documents: []string{templateYAML, host, pool},
 		args:      []string{"--address", "provisioning=192.0.2.99"},
 		want:      []string{`--address provisioning=192.0.2.99: the address is in none of IPPool "provisioning"'s spec.pools`},
 	}, {
 		name:      "a malformed address",
-		documents: []string{template, host, pool},
+		documents: []string{templateYAML, host, pool},
 		args:      []string{"--address", "provisioning:192.0.2.15"},
 		want:      []string{`--address "provisioning:192.0.2.15": write it as <IPPool name>=<IP address>`},
 	}, {
 		name:      "no address",
-		documents: []string{template, host, pool},
+		documents: []string{templateYAML, host, pool},
 		want:      []string{`no address given for IPPool "provisioning": pass --address provisioning=<IP>`},
 	}, {
 		name:      "no template selects the host",
-		documents: []string{strings.Replace(template, "rack: r1}}", "rack: r2}}", 1), host, pool},
+		documents: []string{strings.Replace(templateYAML, "rack: r1}}", "rack: r2}}", 1), host, pool},
 		want:      []string{"no network data for default/node-0: no template selects this host"},
 	}, {
 		name:      "two templates select the host",
-		documents: []string{template, strings.Replace(template, "name: rack-r1", "name: rack-r1-again", 1), host, pool},
+		documents: []string{templateYAML, strings.Replace(templateYAML, "name: rack-r1", "name: rack-r1-again", 1), host, pool},
 		args:      []string{"--address", "provisioning=192.0.2.15"},
 		want: []string{"selected by 2 templates (Metal3PreprovisioningTemplate/rack-r1, Metal3PreprovisioningTemplate/rack-r1-again): " +
 			"the controller leaves the host untouched"},

@@ -44,4 +44,7 @@ limitations under the License.
 // The package is pure: no Kubernetes client, no I/O. Compile checks a
 // template against a host once; the Plan's Pools tell the caller which
 // IPPools to claim addresses from, and its Render produces the bytes.
+//
+// Layer: pure, above api/v1beta1 only in the layering; it imports nothing of
+// this module.
 package networkdata

@@ -27,9 +27,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/baremetal/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
 // parseAddresses reads --address values, "<pool>=<IP>".
