@@ -27,13 +27,12 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
-	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
-// releaseUnusedClaims releases the host's claims on pools other than pools,
+// releaseUnused releases the host's claims on pools other than pools,
 // unless networkData (what its Secret holds) still names their address, and
 // the pool entries the backstop wrote for them.
-func (m *HostManager) releaseUnusedClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
+func (m *HostManager) releaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
 	networkData []byte,
 ) error {
 	if ownership.ConsumedByOthers(host) {
@@ -57,7 +56,7 @@ func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.
 	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
 		return nil
 	}
-	if err := m.releaseUnusedClaims(ctx, host, nil, nil); err != nil {
+	if err := m.releaseUnused(ctx, host, nil, nil); err != nil {
 		return err
 	}
 	// A claim released while IPAM allocated it leaves its address behind.
@@ -79,22 +78,24 @@ func (m *HostManager) reportRemade(host *bmov1alpha1.BareMetalHost, state ipam.P
 // driftWithoutClaims reports drift, without claiming anything, for a
 // provisioned host whose Secret is left as it is while its template now
 // takes addresses from pools it holds no claim on: nothing would use them.
-func (m *HostManager) driftWithoutClaims(ctx context.Context, host *bmov1alpha1.BareMetalHost, template template.Template,
-	secret *corev1.Secret, pools []string,
-) (*Outcome, error) {
-	if secret == nil || !isProvisioned(host) || template.UpdateProvisionedHosts || rerenderRequested(host) {
-		return nil, nil
+func (m *HostManager) driftWithoutClaims(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
+	host, secret, governing := s.host, s.secret, s.governing
+	if secret == nil || !isProvisioned(host) || governing.UpdateProvisionedHosts || rerenderRequested(host) {
+		return goOn()
 	}
-	missing, err := m.Claims.Missing(ctx, host, pools)
-	if err != nil || len(missing) == 0 {
-		return nil, err
+	missing, err := m.Claims.Missing(ctx, host, s.pools)
+	if err != nil {
+		return failed(err)
+	}
+	if len(missing) == 0 {
+		return goOn()
 	}
 	message := fmt.Sprintf("%s now takes addresses from IPPool %s, which the host holds none from, but the host is %s: "+
 		"its Secret %q is left as it is and no address is claimed (annotate the host %s=true to re-render it once, or set "+
 		"provisionedHostPolicy: Update on a Metal3PreprovisioningTemplate to change provisioned hosts)",
-		template.Ref, strings.Join(missing, ", "), host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
-	return &Outcome{Phase: PhaseDrifted, Template: template.Ref, Message: message,
-		EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
+		governing.Ref, strings.Join(missing, ", "), host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
+	return stopAt(Outcome{Phase: PhaseDrifted, Template: governing.Ref, Message: message,
+		EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift})
 }
 
 // CAPM3NameCollisionMessage is the Warning for a host named like another

@@ -24,7 +24,6 @@ limitations under the License.
 package baremetal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +32,6 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,7 +39,6 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
-	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/template"
@@ -74,205 +71,56 @@ type HostManager struct {
 	reported reportedOutcomes
 }
 
-// reconcile takes one host as far as it can go now and says where it stands.
+// reconcile takes one host as far as it can go now and says where it stands:
+// where Decide puts it, or, with one template governing it, where the steps
+// of its set-up stop.
 func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if !host.DeletionTimestamp.IsZero() {
-		// BMO runs no deletion (its finalizer stays) while the host is paused.
-		return Outcome{Phase: PhaseIgnored}, m.unpauseForDeletion(ctx, host)
-	}
-	if ownership.PausedBySomeoneElse(host) {
-		return Outcome{Phase: PhaseIgnored}, nil
-	}
-	pausedForUs := ownership.PausedForUs(host)
-	setUpByUs := ownership.Ours(host)
-
-	templates, err := m.Templates.List(ctx, host.Namespace)
+	decision, err := m.Templates.Decide(ctx, host)
 	if err != nil {
 		return Outcome{}, err
 	}
-	matching, selectorErrs := template.Selecting(templates, host.Labels)
-	for _, selectorErr := range selectorErrs {
-		log.Error(selectorErr, "Template is invalid and selects no host")
+	for _, invalid := range decision.Invalid {
+		log.Error(invalid, "Template is invalid and selects no host")
 	}
-
-	if !pausedForUs && !setUpByUs && !template.AnyAdopts(matching) {
-		return Outcome{Phase: PhaseIgnored}, nil
-	}
-
-	var resolution Resolution
-	if len(matching) > 1 {
-		if resolution, err = m.Templates.Resolve(ctx, host.Namespace, setUpFrom(host), matching); err != nil {
-			return Outcome{}, err
-		}
-		if resolution.Governing != nil {
-			matching = []template.Template{*resolution.Governing}
-		}
-	}
-
-	switch len(matching) {
-	case 0:
-		if setUpByUs {
-			return m.orphaned(ctx, host), nil
-		}
+	switch {
+	case decision.Ignored == BeingDeleted:
+		// BMO runs no deletion (its finalizer stays) while the host is paused.
+		return Outcome{Phase: PhaseIgnored, Ignored: BeingDeleted}, m.unpauseForDeletion(ctx, host)
+	case decision.Phase == PhaseIgnored:
+		return Outcome{Phase: PhaseIgnored, Ignored: decision.Ignored}, nil
+	case decision.Phase == PhaseOrphaned:
+		return m.orphaned(ctx, decision.SetUpFrom), nil
+	case decision.Phase == PhaseNoTemplate:
 		log.V(1).Info("No template selects this host; it stays paused until one does")
 		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, m.releaseBeforeSetUp(ctx, host)
-	case 1:
-	default:
-		refs := make([]template.Ref, 0, len(matching))
-		names := make([]string, 0, len(matching))
-		for _, t := range matching {
-			refs = append(refs, t.Ref)
-			names = append(names, t.Ref.String())
-		}
-		message := fmt.Sprintf("selected by %d templates (%s): the host is left untouched until exactly one selects it; "+
-			"narrow the hostSelectors or change the host's labels (Metal3MachineTemplates that render the same network data, "+
-			"or of which exactly one is referenced by a MachineDeployment or KubeadmControlPlane, do not conflict)",
-			len(matching), strings.Join(names, ", "))
-		outcome := m.fail(ctx, host, PhaseConflict, template.Ref{}, ReasonTemplateConflict, message)
-		outcome.Conflicts, outcome.Items = refs, names
-		return outcome, m.releaseBeforeSetUp(ctx, host)
+	case decision.Phase == PhaseConflict:
+		return m.conflict(ctx, host, decision.Conflicts), m.releaseBeforeSetUp(ctx, host)
 	}
 
-	template := matching[0]
-	ctx = ctrl.LoggerInto(ctx, log.WithValues("template", template.Ref.String()))
-	outcome, err := m.reconcileWithTemplate(ctx, host, template)
+	governing := *decision.Governing
+	ctx = ctrl.LoggerInto(ctx, log.WithValues("template", governing.Ref.String()))
+	outcome, err := m.setUp(ctx, host, governing)
 	// Set up anyway: the network may have a DHCP server or relay for the boot.
 	outcome.BootNeedsDHCP = bootNeedsDHCP(host.Spec.BMC.Address)
 	if err == nil {
 		outcome.CollidingData, err = m.Claims.CollidingData(ctx, host)
 	}
-	outcome.LeftOvers, outcome.TemplateUsers = resolution.LeftOvers, resolution.Users
+	outcome.LeftOvers, outcome.TemplateUsers = decision.Resolution.LeftOvers, decision.Resolution.Users
 	return outcome, err
 }
 
-// setUpFrom is the template recorded on a host we set up.
-func setUpFrom(host *bmov1alpha1.BareMetalHost) template.Ref {
-	ref, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
-	return ref
-}
-
-func (m *HostManager) reconcileWithTemplate(ctx context.Context, host *bmov1alpha1.BareMetalHost, governing template.Template) (Outcome, error) {
-	if name := NetworkDataSecretName(host.Name); len(name) > validation.DNS1123SubdomainMaxLength {
-		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonNameTooLong, fmt.Sprintf("the host's network data Secret would be "+
-			"named %q (%d characters), over the limit of %d: register the host under a name of at most %d characters", name, len(name),
-			validation.DNS1123SubdomainMaxLength, validation.DNS1123SubdomainMaxLength-len(preprovv1.NetworkDataSecretSuffix))), nil
-	}
-	networkData, err := m.Templates.NetworkData(ctx, host.Namespace, governing)
-	if err != nil {
-		var templateErr *template.Error
-		if errors.As(err, &templateErr) {
-			return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonTemplateInvalid, templateErr.Message), nil
-		}
-		return Outcome{}, err
-	}
-
-	// Compiled once: the plan names the pools to claim from, and renders
-	// once their addresses are there.
-	plan, err := networkdata.Compile(networkData, HostFacts(host), governing.NetworkDataOptions()...)
-	if err != nil {
-		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", governing.Ref, err)), nil
-	}
-	pools := plan.Pools()
-
-	// Before any claim: a Secret of our name that is not the host's stops
-	// it, and a provisioned host whose Secret stays as it is claims nothing.
-	secret, outcome, err := m.currentSecret(ctx, host, governing.Ref)
-	if err != nil || outcome != nil {
-		return derefOutcome(outcome), err
-	}
-	if drift, driftErr := m.driftWithoutClaims(ctx, host, governing, secret, pools); driftErr != nil || drift != nil {
-		return derefOutcome(drift), driftErr
-	}
-	claims, outcome, err := m.claimStates(ctx, host, governing.Ref, pools)
-	if err != nil || outcome != nil {
-		return derefOutcome(outcome), err
-	}
-
-	rendered, err := plan.Render(addressesByPool(claims))
-	if err != nil {
-		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", governing.Ref, err)), nil
-	}
-	if len(rendered) > corev1.MaxSecretSize {
-		// The API server would refuse every write of it.
-		return m.fail(ctx, host, PhaseFailed, governing.Ref, ReasonNetworkDataTooLarge, fmt.Sprintf("%s renders %d bytes of "+
-			"network data for this host, over the %d bytes a Secret holds: use fewer links, networks, routes or DNS servers",
-			governing.Ref, len(rendered), corev1.MaxSecretSize)), nil
-	}
-
-	if secret != nil && isProvisioned(host) && !governing.UpdateProvisionedHosts && !rerenderRequested(host) &&
-		!bytes.Equal(secret.Data[preprovv1.NetworkDataKey], rendered) {
-		message := fmt.Sprintf("%s now renders different network data, but the host is %s: its Secret %q is left as it is "+
-			"(annotate the host %s=true to re-render it once, or set provisionedHostPolicy: Update on a "+
-			"Metal3PreprovisioningTemplate to change provisioned hosts)",
-			governing.Ref, host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
-		return Outcome{Phase: PhaseDrifted, Template: governing.Ref, Message: message,
-			EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift}, nil
-	}
-	if secret != nil {
-		m.writes.Forget(secretKey(host))
-	} else {
-		if left, behind := m.writes.Behind(secretKey(host), ""); behind {
-			// Its own event brings the host back.
-			return Outcome{Phase: PhaseWaiting, Template: governing.Ref, RequeueAfter: left,
-				Message: fmt.Sprintf("Secret %q was created; waiting for it to show in the cache", NetworkDataSecretName(host.Name))}, nil
-		}
-	}
-	if outcome, err := m.writeSecret(ctx, host, secret, rendered, governing.Ref, hostInterfaceLinks(networkData)); err != nil || outcome != nil {
-		return derefOutcome(outcome), err
-	}
-	if err := m.pointHostAtSecret(ctx, host, governing.Ref, claims); err != nil {
-		return Outcome{}, err
-	}
-	// The Secret holds the new data: claims it no longer uses go.
-	if err := m.releaseUnusedClaims(ctx, host, pools, rendered); err != nil {
-		return Outcome{}, err
-	}
-	return Outcome{Phase: PhaseReady, Template: governing.Ref}, nil
-}
-
-// claimStates returns the state of the host's claim on each pool, each with
-// its address, or the outcome that stops the host here (waiting for IPAM, or
-// a claim that needs a fix).
-func (m *HostManager) claimStates(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
-	pools []string,
-) ([]ipam.PoolState, *Outcome, error) {
-	if len(pools) == 0 {
-		return nil, nil, nil
-	}
-	states, err := m.Claims.Ensure(ctx, host, pools, &m.writes)
-	if err != nil {
-		return nil, nil, err
-	}
-	var waiting, failed []string
-	var retryAfter time.Duration
-	for _, state := range states {
-		m.reportRemade(host, state)
-		switch {
-		case state.Failed != "":
-			failed = append(failed, state.Failed)
-		case state.Address == nil:
-			waiting = append(waiting, state.Waiting)
-			if state.RetryAfter > 0 && (retryAfter == 0 || state.RetryAfter < retryAfter) {
-				retryAfter = state.RetryAfter
-			}
-		}
-	}
-	if len(failed) > 0 {
-		outcome := m.fail(ctx, host, PhaseFailed, ref, ReasonIPClaimFailed, strings.Join(failed, "; "))
-		outcome.Items = failed
-		return nil, &outcome, nil
-	}
-	if len(waiting) > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for IP addresses", "reasons", waiting)
-		return nil, &Outcome{Phase: PhaseWaiting, Template: ref, Message: strings.Join(waiting, "; "), RequeueAfter: retryAfter}, nil
-	}
-	if m.Preallocations != nil {
-		if err := m.Preallocations.Ensure(ctx, host, states); err != nil {
-			return nil, nil, err
-		}
-	}
-	return states, nil, nil
+// conflict reports a host that several templates select: it is left
+// untouched until one does.
+func (m *HostManager) conflict(ctx context.Context, host *bmov1alpha1.BareMetalHost, conflicts []template.Ref) Outcome {
+	names := refNames(conflicts)
+	message := fmt.Sprintf("selected by %d templates (%s): the host is left untouched until exactly one selects it; "+
+		"narrow the hostSelectors or change the host's labels (Metal3MachineTemplates that render the same network data, "+
+		"or of which exactly one is referenced by a MachineDeployment or KubeadmControlPlane, do not conflict)",
+		len(conflicts), strings.Join(names, ", "))
+	outcome := m.fail(ctx, host, PhaseConflict, template.Ref{}, ReasonTemplateConflict, message)
+	outcome.Conflicts, outcome.Items = conflicts, names
+	return outcome
 }
 
 func addressesByPool(claims []ipam.PoolState) map[string]networkdata.Address {
@@ -285,8 +133,7 @@ func addressesByPool(claims []ipam.PoolState) map[string]networkdata.Address {
 
 // orphaned reports a host we set up that no template selects any more. It
 // keeps its Secret, claims and provisioning state: we never undo a host.
-func (m *HostManager) orphaned(ctx context.Context, host *bmov1alpha1.BareMetalHost) Outcome {
-	ref, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
+func (m *HostManager) orphaned(ctx context.Context, ref template.Ref) Outcome {
 	message := fmt.Sprintf("no template selects this host any more (it was set up by %s); "+
 		"it keeps its network data Secret and IP claims", ref)
 	ctrl.LoggerFrom(ctx).Info("Host is orphaned", "reason", message)
@@ -308,13 +155,6 @@ func (m *HostManager) fail(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 // log keeps the full message.
 func (m *HostManager) event(host *bmov1alpha1.BareMetalHost, eventType, reason, message string, items ...string) {
 	m.Recorder.Eventf(host, nil, eventType, reason, EventAction, "%s", EventNote(message, items))
-}
-
-func derefOutcome(outcome *Outcome) Outcome {
-	if outcome == nil {
-		return Outcome{}
-	}
-	return *outcome
 }
 
 // rerenderRequested is a user's request to re-render a provisioned host's

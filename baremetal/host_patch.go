@@ -34,12 +34,12 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
-// pointHostAtSecret is the one patch on the host: it sets
+// patchHost is the one patch on the host: it sets
 // spec.preprovisioningNetworkDataName, removes our pause (recording when),
 // marks the host as ours, records its template and removes the problem
 // recorded before. Only the fields we own are sent, and with an optimistic
 // lock, so a pause somebody else set in the meantime is never removed.
-func (m *HostManager) pointHostAtSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
+func (m *HostManager) patchHost(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	claims []ipam.PoolState,
 ) error {
 	secretName := NetworkDataSecretName(host.Name)

@@ -96,6 +96,10 @@ const (
 type Outcome struct {
 	Phase    Phase
 	Template template.Ref
+	// Ignored says why the host is not ours, in PhaseIgnored.
+	Ignored IgnoredBecause
+	// Waiting says what the host waits for, in PhaseWaiting.
+	Waiting WaitingFor
 	// Conflicts are the templates that all select the host, in PhaseConflict.
 	Conflicts []template.Ref
 	// Reason is the event reason of a failure.
@@ -132,7 +136,7 @@ type Outcome struct {
 
 // Equal reports whether two outcomes say the same.
 func (o Outcome) Equal(other Outcome) bool {
-	return o.Phase == other.Phase && o.Template == other.Template && o.Reason == other.Reason &&
+	return o.Phase == other.Phase && o.Ignored == other.Ignored && o.Waiting == other.Waiting && o.Template == other.Template && o.Reason == other.Reason &&
 		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP &&
 		o.CollidingData == other.CollidingData && slices.Equal(o.LeftOvers, other.LeftOvers) &&
 		o.InspectionStalled == other.InspectionStalled

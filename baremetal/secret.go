@@ -41,22 +41,22 @@ func NetworkDataSecretName(hostName string) string {
 	return hostName + preprovv1.NetworkDataSecretSuffix
 }
 
-// currentSecret returns the host's Secret from the cache, or the outcome
-// that stops the host when a Secret of that name is not this host's.
-func (m *HostManager) currentSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
-) (*corev1.Secret, *Outcome, error) {
+// readSecret reads the host's Secret from the cache, and stops the host
+// when a Secret of that name is not this host's.
+func (m *HostManager) readSecret(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: host.Namespace, Name: NetworkDataSecretName(host.Name)}
+	key := client.ObjectKey{Namespace: s.host.Namespace, Name: NetworkDataSecretName(s.host.Name)}
 	if err := m.Client.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, nil
+			return goOn()
 		}
-		return nil, nil, fmt.Errorf("getting Secret %s: %w", key, err)
+		return failed(fmt.Errorf("getting Secret %s: %w", key, err))
 	}
-	if outcome := m.secretNotOurs(ctx, host, ref, secret); outcome != nil {
-		return nil, outcome, nil
+	if outcome := m.secretNotOurs(ctx, s.host, s.governing.Ref, secret); outcome != nil {
+		return stopAt(*outcome)
 	}
-	return secret, nil, nil
+	s.secret = secret
+	return goOn()
 }
 
 // secretNotOurs is the outcome of a host whose Secret name is taken: by an
@@ -112,7 +112,7 @@ func writtenForHost(secret *corev1.Secret, host *bmov1alpha1.BareMetalHost) bool
 func (m *HostManager) earlierHostsSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, ref template.Ref,
 	secret *corev1.Secret,
 ) *Outcome {
-	outcome := &Outcome{Phase: PhaseWaiting, Template: ref, Reason: ReasonSecretOfEarlierHost, EventType: corev1.EventTypeNormal,
+	outcome := &Outcome{Phase: PhaseWaiting, Waiting: WaitingForEarlierHost, Template: ref, Reason: ReasonSecretOfEarlierHost, EventType: corev1.EventTypeNormal,
 		RequeueAfter: takenSecretRetry, Message: fmt.Sprintf("Secret %q belongs to an earlier BareMetalHost named %q; "+
 			"waiting for the garbage collector to delete it, then the host is set up", secret.Name, host.Name)}
 	if !secret.DeletionTimestamp.IsZero() && len(secret.Finalizers) > 0 {
@@ -150,15 +150,19 @@ func secretLabels(host *bmov1alpha1.BareMetalHost) map[string]string {
 // writeSecret creates the Secret, or patches it when its data or our labels
 // differ. Nothing else is compared: with BMO's -build-preprov-image every
 // write rebuilds the host's image, so a write that changes nothing is a cost.
-// hostInterfaces are the links whose MAC the template takes from the host's
-// interfaces: a change of their MAC is reported.
-func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret,
-	rendered []byte, ref template.Ref, hostInterfaces map[string]string,
-) (*Outcome, error) {
+// A change of the MAC of a link the template takes from the host's
+// interfaces is reported.
+func (m *HostManager) writeSecret(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
+	host, secret, rendered, ref := s.host, s.secret, s.rendered, s.governing.Ref
 	if secret == nil {
-		existing, outcome, err := m.createSecret(ctx, host, rendered, ref)
-		if existing == nil || outcome != nil || err != nil {
-			return outcome, err
+		existing, notOurs, err := m.createSecret(ctx, host, rendered, ref)
+		switch {
+		case err != nil:
+			return failed(err)
+		case notOurs != nil:
+			return stopAt(*notOurs)
+		case existing == nil:
+			return goOn()
 		}
 		// The host's own Secret, which lost our label: put it back below.
 		secret = existing
@@ -166,7 +170,7 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 
 	wantLabels := secretLabels(host)
 	if string(secret.Data[preprovv1.NetworkDataKey]) == string(rendered) && hasLabels(secret.Labels, wantLabels) {
-		return nil, nil
+		return goOn()
 	}
 	original := secret.DeepCopy()
 	if secret.Labels == nil {
@@ -184,12 +188,12 @@ func (m *HostManager) writeSecret(ctx context.Context, host *bmov1alpha1.BareMet
 	}
 	secret.Data[preprovv1.NetworkDataKey] = rendered
 	if err := m.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
-		return nil, fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		return failed(fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err))
 	}
 	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,
 		fmt.Sprintf("re-rendered network data from %s into Secret %q", ref, secret.Name))
-	m.reportMACChanges(ctx, host, secret.Name, macChanges(hostInterfaces, original.Data[preprovv1.NetworkDataKey], rendered))
-	return nil, nil
+	m.reportMACChanges(ctx, host, secret.Name, macChanges(hostInterfaceLinks(s.networkData), original.Data[preprovv1.NetworkDataKey], rendered))
+	return goOn()
 }
 
 // createSecret creates the host's Secret. When one of that name exists

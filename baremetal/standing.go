@@ -62,6 +62,15 @@ func (s *Standings) OfTemplate(ctx context.Context, namespace string, template t
 	return standings, nil
 }
 
+// OfHost returns where one host stands.
+func (s *Standings) OfHost(ctx context.Context, host *bmov1alpha1.BareMetalHost) (Outcome, error) {
+	templates, err := s.Templates.List(ctx, host.Namespace)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return s.standing(ctx, host, templates)
+}
+
 // CountAll counts every host by phase and by whether its BMC driver boots
 // the deploy ramdisk over the network, and the hosts whose inspection stalls.
 func (s *Standings) CountAll(ctx context.Context) (map[metrics.HostGroup]int, error) {
@@ -101,66 +110,45 @@ func (s *Standings) hosts(ctx context.Context, opts ...client.ListOption) (*bmov
 	return hosts, nil
 }
 
-// standing resolves the templates that select a host, as the host manager
-// does, and tells where the host stands with them.
+// standing decides where a host stands among its namespace's templates, as
+// the host manager does, and tells where it stands from its objects.
 func (s *Standings) standing(ctx context.Context, host *bmov1alpha1.BareMetalHost, templates []template.Template) (Outcome, error) {
-	matching, _ := template.Selecting(templates, host.Labels)
-	if len(matching) > 1 && !ignored(host, matching) {
-		resolution, err := s.Templates.Resolve(ctx, host.Namespace, setUpFrom(host), matching)
-		if err != nil {
-			return Outcome{}, err
-		}
-		if resolution.Governing != nil {
-			matching = []template.Template{*resolution.Governing}
-		}
+	decision, err := s.Templates.DecideAmong(ctx, host, templates)
+	if err != nil {
+		return Outcome{}, err
 	}
-	return Standing(host, matching), nil
+	return Standing(host, decision), nil
 }
 
-// Standing tells where a host stands, given the templates that govern it
-// (one, or several in conflict, after a rollout's resolution), as the host
-// manager's last reconcile of it decided: from its pause, its labels and
-// annotations, and the problem recorded on it.
-func Standing(host *bmov1alpha1.BareMetalHost, matching []template.Template) Outcome {
-	if ignored(host, matching) {
-		return Outcome{Phase: PhaseIgnored}
-	}
-	setUp := ownership.Ours(host)
-	switch len(matching) {
-	case 0:
-		if setUp {
-			return Outcome{Phase: PhaseOrphaned, Template: setUpFrom(host)}
-		}
+// Standing tells where a host stands, given where Decide puts it, as the
+// host manager's last reconcile of it decided: from the problem recorded on
+// the host, and whether it is set up from the template that governs it. A
+// host Cluster API holds is counted where it stood.
+func Standing(host *bmov1alpha1.BareMetalHost, decision Decision) Outcome {
+	switch decision.Phase {
+	case PhaseIgnored:
+		return Outcome{Phase: PhaseIgnored, Ignored: decision.Ignored}
+	case PhaseOrphaned:
+		return Outcome{Phase: PhaseOrphaned, Template: decision.SetUpFrom}
+	case PhaseNoTemplate:
 		return Outcome{Phase: PhaseNoTemplate}
-	case 1:
-	default:
-		refs := make([]template.Ref, 0, len(matching))
-		for _, template := range matching {
-			refs = append(refs, template.Ref)
-		}
-		return Outcome{Phase: PhaseConflict, Conflicts: refs}
+	case PhaseConflict:
+		return Outcome{Phase: PhaseConflict, Conflicts: decision.Conflicts}
 	}
-	outcome := Outcome{Template: matching[0].Ref, BootNeedsDHCP: bootNeedsDHCP(host.Spec.BMC.Address)}
+	outcome := Outcome{Template: decision.Governing.Ref, BootNeedsDHCP: bootNeedsDHCP(host.Spec.BMC.Address)}
 	switch problem := host.Annotations[preprovv1.ProblemAnnotation]; {
 	case problem == ReasonNetworkDataDrift:
 		outcome.Phase = PhaseDrifted
 	case problem == ReasonInspectionStalled:
 		outcome.Phase, outcome.InspectionStalled = PhaseReady, true
 	case problem == ReasonSecretOfEarlierHost:
-		outcome.Phase, outcome.Reason = PhaseWaiting, problem
+		outcome.Phase, outcome.Reason, outcome.Waiting = PhaseWaiting, problem, WaitingForEarlierHost
 	case problem != "":
 		outcome.Phase, outcome.Reason = PhaseFailed, problem
-	case setUp && setUpFrom(host) == outcome.Template && !ownership.PausedForUs(host):
+	case ownership.Ours(host) && decision.SetUpFrom == outcome.Template && !ownership.PausedForUs(host):
 		outcome.Phase = PhaseReady
 	default:
 		outcome.Phase = PhaseWaiting
 	}
 	return outcome
-}
-
-// ignored is a host that is not ours: being deleted, paused by someone
-// else, or neither paused for us, set up by us nor adopted by a template.
-func ignored(host *bmov1alpha1.BareMetalHost, matching []template.Template) bool {
-	return !host.DeletionTimestamp.IsZero() || ownership.PausedBySomeoneElse(host) ||
-		!ownership.PausedForUs(host) && !ownership.Ours(host) && !template.AnyAdopts(matching)
 }

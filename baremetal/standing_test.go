@@ -51,6 +51,9 @@ func TestStanding(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	needsDHCP := withAnnotations(pausedForUs)
 	needsDHCP.Spec.BMC.Address = "ipmi://192.0.2.1"
+	heldByCAPI := withAnnotations(map[string]string{
+		preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning, "cluster.x-k8s.io/paused": "",
+	})
 
 	tests := []struct {
 		name     string
@@ -59,9 +62,10 @@ func TestStanding(t *testing.T) {
 		want     Outcome
 	}{
 		{"paused by someone else", withAnnotations(map[string]string{preprovv1.PausedAnnotation: "metal3.io/capm3"}),
-			[]template.Template{mine}, Outcome{Phase: PhaseIgnored}},
-		{"being deleted", deleting, []template.Template{mine}, Outcome{Phase: PhaseIgnored}},
-		{"not paused, not ours, not adopted", withAnnotations(nil), []template.Template{mine}, Outcome{Phase: PhaseIgnored}},
+			[]template.Template{mine}, Outcome{Phase: PhaseIgnored, Ignored: PausedBySomeoneElse}},
+		{"being deleted", deleting, []template.Template{mine}, Outcome{Phase: PhaseIgnored, Ignored: BeingDeleted}},
+		{"not paused, not ours, not adopted", withAnnotations(nil), []template.Template{mine}, Outcome{Phase: PhaseIgnored, Ignored: NotHandedOver}},
+		{"paused, held by Cluster API: counted where it stood", heldByCAPI, []template.Template{mine}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
 		{"not paused, adopted", withAnnotations(nil), []template.Template{adopting}, Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
 		{"paused, no template", withAnnotations(pausedForUs), nil, Outcome{Phase: PhaseNoTemplate}},
 		{"paused, two templates", withAnnotations(pausedForUs), []template.Template{other, mine},
@@ -79,11 +83,13 @@ func TestStanding(t *testing.T) {
 			Outcome{Phase: PhaseDrifted, Template: mine.Ref}},
 		{"set up by another template, not yet by this one", setUpBy(other.Ref), []template.Template{mine},
 			Outcome{Phase: PhaseWaiting, Template: mine.Ref}},
+		{"set up, waiting for an earlier host's Secret", setUpBy(mine.Ref, preprovv1.ProblemAnnotation, ReasonSecretOfEarlierHost), []template.Template{mine},
+			Outcome{Phase: PhaseWaiting, Waiting: WaitingForEarlierHost, Template: mine.Ref, Reason: ReasonSecretOfEarlierHost}},
 		{"set up, no template selects it", setUpBy(mine.Ref), nil, Outcome{Phase: PhaseOrphaned, Template: mine.Ref}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Standing(tt.host, tt.matching))
+			assert.Equal(t, tt.want, Standing(tt.host, Decide(tt.host, tt.matching)))
 		})
 	}
 }
@@ -146,7 +152,37 @@ func TestProblemOf(t *testing.T) {
 			host := &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
 				preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning, preprovv1.ProblemAnnotation: tt.want,
 			}}}
-			assert.Equal(t, tt.outcome.Phase, Standing(host, []template.Template{{}}).Phase)
+			assert.Equal(t, tt.outcome.Phase, Standing(host, Decide(host, []template.Template{{}})).Phase)
 		}
 	}
+}
+
+func TestDecide(t *testing.T) {
+	mine := template.Template{Ref: template.Ref{Kind: preprovv1.KindPreprovisioningTemplate, Name: "rack-1"}}
+	other := template.Template{Ref: template.Ref{Kind: preprovv1.KindMachineTemplate, Name: "workers"}}
+	host := func(annotations map[string]string) *bmov1alpha1.BareMetalHost {
+		return &bmov1alpha1.BareMetalHost{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
+	}
+	pausedForUs := map[string]string{preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning}
+	held := map[string]string{preprovv1.PausedAnnotation: preprovv1.PausedForPreprovisioning, "cluster.x-k8s.io/paused": ""}
+	moving := map[string]string{preprovv1.PausedAnnotation: "metal3.io/capm3", "clusterctl.cluster.x-k8s.io/delete-for-move": ""}
+
+	governed := Decide(host(pausedForUs), []template.Template{mine})
+	assert.Equal(t, Phase(""), governed.Phase, "the steps tell where a governed host stands")
+	assert.Equal(t, &mine, governed.Governing)
+	assert.False(t, governed.HeldByClusterAPI)
+
+	heldDecision := Decide(host(held), []template.Template{mine})
+	assert.True(t, heldDecision.HeldByClusterAPI)
+	assert.Equal(t, &mine, heldDecision.Governing, "a held host stays where it stood")
+
+	movingDecision := Decide(host(moving), []template.Template{mine})
+	assert.True(t, movingDecision.HeldByClusterAPI)
+	assert.Equal(t, PausedBySomeoneElse, movingDecision.Ignored)
+	assert.Equal(t, &mine, movingDecision.Governing, "render shows the template of a host that is not ours")
+
+	conflict := Decide(host(pausedForUs), []template.Template{other, mine})
+	assert.Equal(t, PhaseConflict, conflict.Phase)
+	assert.Nil(t, conflict.Governing)
+	assert.Equal(t, []template.Ref{other.Ref, mine.Ref}, conflict.Conflicts)
 }

@@ -180,7 +180,8 @@ type explainCase struct {
 }
 
 // TestPluginExplains sets up each situation a host can be in and checks
-// what kubectl preprov explain says about it.
+// what kubectl preprov explain says about it, and that the controller's
+// own view of the host (controllerAgrees) is that situation.
 func TestPluginExplains(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []explainCase{{
@@ -380,7 +381,44 @@ func TestPluginExplains(t *testing.T) {
 				for _, says := range tt.says {
 					assert.Contains(c, out, says)
 				}
+				controllerAgrees(c, tt.want, getHost(t, ns, host))
 			}, waitTimeout, pollInterval)
 		})
+	}
+}
+
+// controllerAgrees checks that where the controller's code puts a host
+// (baremetal's Decide, and the standing its template status and hosts
+// metric read back from the objects the running manager wrote) is the
+// situation kubectl preprov explain told: both call the same decision.
+func controllerAgrees(c *assert.CollectT, situation plugin.Situation, host *bmov1alpha1.BareMetalHost) {
+	templates := &baremetal.Templates{Reader: k8sClient}
+	decision, err := templates.Decide(context.Background(), host)
+	require.NoError(c, err)
+	standing, err := (&baremetal.Standings{Reader: k8sClient, Templates: templates}).OfHost(context.Background(), host)
+	require.NoError(c, err)
+	phase := map[plugin.Situation]baremetal.Phase{
+		plugin.SituationNoTemplate: baremetal.PhaseNoTemplate, plugin.SituationConflict: baremetal.PhaseConflict,
+		plugin.SituationOrphaned: baremetal.PhaseOrphaned, plugin.SituationDrift: baremetal.PhaseDrifted,
+		plugin.SituationWaitingForIPAM: baremetal.PhaseWaiting, plugin.SituationSetUp: baremetal.PhaseReady,
+		plugin.SituationStalled: baremetal.PhaseReady, plugin.SituationInvalidTemplate: baremetal.PhaseFailed,
+		plugin.SituationRenderFailed: baremetal.PhaseFailed, plugin.SituationClaimFailed: baremetal.PhaseFailed,
+	}
+	reason := map[plugin.Situation]string{
+		plugin.SituationInvalidTemplate: baremetal.ReasonTemplateInvalid, plugin.SituationRenderFailed: baremetal.ReasonRenderFailed,
+		plugin.SituationClaimFailed: baremetal.ReasonIPClaimFailed,
+	}
+	switch situation {
+	case plugin.SituationPausedByCAPI, plugin.SituationBeingMoved:
+		assert.True(c, decision.HeldByClusterAPI, "the controller does not hold the host off")
+	case plugin.SituationPausedByOthers:
+		assert.Equal(c, baremetal.PausedBySomeoneElse, decision.Ignored)
+	case plugin.SituationNotHandedOver:
+		assert.Equal(c, baremetal.NotHandedOver, decision.Ignored)
+	default:
+		require.Contains(c, phase, situation, "a situation explain covers and this test does not")
+		assert.Equal(c, phase[situation], standing.Phase, "the controller's standing of the host")
+		assert.Equal(c, reason[situation], standing.Reason, "the problem the controller recorded on the host")
+		assert.Equal(c, situation == plugin.SituationStalled, standing.InspectionStalled)
 	}
 }

@@ -35,7 +35,6 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
-	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
@@ -99,11 +98,12 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 	if result.Events, err = hostEvents(ctx, live, host); err != nil {
 		return nil, err
 	}
-	if ownership.PausedOrMoving(host) {
-		result.Situation, result.Why, result.Fix = heldByClusterAPI(host)
+	if baremetal.Decide(host, nil).HeldByClusterAPI {
+		// The reconcilers do not run the host manager for such a host.
+		result.Outcome = baremetal.Outcome{Phase: baremetal.PhaseIgnored, Ignored: baremetal.HeldByClusterAPI}
+		result.Situation, result.Why, result.Fix = situation(host, result.Outcome, false)
 		return result, nil
 	}
-
 	recorder := &writeRecorder{scheme: o.scheme}
 	dryRun := recorder.client(live)
 	templates := &baremetal.Templates{Reader: live, AllMachineTemplates: o.AllMachineTemplates}
@@ -137,7 +137,7 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 }
 
 // heldByClusterAPI tells why a host that Cluster API holds is left alone
-// (ownership.PausedOrMoving): the controllers write nothing to it, its
+// (baremetal.HeldByClusterAPI): the controllers write nothing to it, its
 // Secret or its claims, whatever event or timer brings it up.
 func heldByClusterAPI(host *bmov1alpha1.BareMetalHost) (Situation, string, string) {
 	if _, moving := host.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moving {
@@ -180,21 +180,7 @@ func templateSelectors(ctx context.Context, templates *baremetal.Templates, name
 func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, writes bool) (Situation, string, string) {
 	switch outcome.Phase {
 	case baremetal.PhaseIgnored:
-		switch {
-		case !host.DeletionTimestamp.IsZero():
-			return SituationBeingDeleted, "the host is being deleted; its claims and Secret go with it",
-				"nothing: BMO deletes it once it has deprovisioned it"
-		case ownership.PausedBySomeoneElse(host):
-			return SituationPausedByOthers, fmt.Sprintf("the host is paused with %q by someone else (CAPM3 pauses with "+
-					"metal3.io/capm3, clusterctl move and users with their own values): the controller never touches such a host",
-					host.Annotations[preprovv1.PausedAnnotation]),
-				fmt.Sprintf("to hand it to capm3-preprov, set %s: %s instead, once whoever paused it is done",
-					preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
-		}
-		return SituationNotHandedOver, "the host is neither paused for preprovisioning nor set up by capm3-preprov, and no " +
-				"template that selects it adopts existing hosts",
-			fmt.Sprintf("register hosts with %s: %s, or set spec.adoptExistingHosts on a Metal3PreprovisioningTemplate "+
-				"that selects it", preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
+		return ignored(host, outcome.Ignored)
 	case baremetal.PhaseNoTemplate:
 		return SituationNoTemplate, "no template selects the host: it stays paused until one does",
 			"label the host to match a template's hostSelector, or create a template that selects it; a Metal3MachineTemplate " +
@@ -205,8 +191,7 @@ func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, write
 	case baremetal.PhaseFailed:
 		return failed(outcome)
 	case baremetal.PhaseWaiting:
-		// The claim code's words for a claim IPAM has not served yet.
-		if strings.Contains(outcome.Message, "waiting for IPAM") {
+		if outcome.Waiting == baremetal.WaitingForIPAM {
 			return SituationWaitingForIPAM, outcome.Message,
 				"check that Metal3 IPAM runs and serves the pool: a pool with spec.clusterName is served only once that Cluster exists"
 		}
@@ -230,6 +215,27 @@ func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, write
 		return SituationOrphaned, outcome.Message, "nothing, or label the host for a template again: it keeps its data and addresses"
 	}
 	return Situation(outcome.Phase), outcome.Message, ""
+}
+
+// ignored tells why a host is not the controller's, with what hands it over.
+func ignored(host *bmov1alpha1.BareMetalHost, because baremetal.IgnoredBecause) (Situation, string, string) {
+	switch because {
+	case baremetal.HeldByClusterAPI:
+		return heldByClusterAPI(host)
+	case baremetal.BeingDeleted:
+		return SituationBeingDeleted, "the host is being deleted; its claims and Secret go with it",
+			"nothing: BMO deletes it once it has deprovisioned it"
+	case baremetal.PausedBySomeoneElse:
+		return SituationPausedByOthers, fmt.Sprintf("the host is paused with %q by someone else (CAPM3 pauses with "+
+				"metal3.io/capm3, clusterctl move and users with their own values): the controller never touches such a host",
+				host.Annotations[preprovv1.PausedAnnotation]),
+			fmt.Sprintf("to hand it to capm3-preprov, set %s: %s instead, once whoever paused it is done",
+				preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
+	}
+	return SituationNotHandedOver, "the host is neither paused for preprovisioning nor set up by capm3-preprov, and no " +
+			"template that selects it adopts existing hosts",
+		fmt.Sprintf("register hosts with %s: %s, or set spec.adoptExistingHosts on a Metal3PreprovisioningTemplate "+
+			"that selects it", preprovv1.PausedAnnotation, preprovv1.PausedForPreprovisioning)
 }
 
 func failed(outcome baremetal.Outcome) (Situation, string, string) {

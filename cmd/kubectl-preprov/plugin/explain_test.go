@@ -40,9 +40,9 @@ func TestSituation(t *testing.T) {
 	}{
 		{"set up", &bmov1alpha1.BareMetalHost{}, baremetal.Outcome{Phase: baremetal.PhaseReady}, false, SituationSetUp},
 		{"not set up yet", &bmov1alpha1.BareMetalHost{}, baremetal.Outcome{Phase: baremetal.PhaseReady}, true, SituationNotSetUpYet},
-		{"being deleted", deleted, baremetal.Outcome{Phase: baremetal.PhaseIgnored}, false, SituationBeingDeleted},
+		{"being deleted", deleted, baremetal.Outcome{Phase: baremetal.PhaseIgnored, Ignored: baremetal.BeingDeleted}, false, SituationBeingDeleted},
 		{"waiting for the cache", &bmov1alpha1.BareMetalHost{},
-			baremetal.Outcome{Phase: baremetal.PhaseWaiting, Message: `Secret "x" was created; waiting for it to show in the cache`}, false, SituationWaiting},
+			baremetal.Outcome{Phase: baremetal.PhaseWaiting, Waiting: baremetal.WaitingForCache, Message: `Secret "x" was created; waiting for it to show in the cache`}, false, SituationWaiting},
 		{"a Secret of another", &bmov1alpha1.BareMetalHost{},
 			baremetal.Outcome{Phase: baremetal.PhaseFailed, Reason: baremetal.ReasonSecretConflict, Message: "delete or rename it"}, false, SituationFailed},
 	}

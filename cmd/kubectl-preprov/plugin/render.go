@@ -98,37 +98,34 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 	return result, nil
 }
 
-// governing returns the template that governs the host, chosen as the
-// controller chooses it, and records the selecting and invalid templates;
-// nil, with the Problem, when none governs it.
+// governing returns the template that governs the host, as the controller
+// decides it (baremetal's DecideAmong), whether or not the host is the
+// controller's, and records the selecting and invalid templates; nil, with
+// the Problem, when none governs it.
 func governing(ctx context.Context, templates *baremetal.Templates, host *bmov1alpha1.BareMetalHost, result *Preview,
 ) (*template.Template, error) {
 	list, err := templates.List(ctx, host.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	matching, invalid := template.Selecting(list, host.Labels)
-	for _, invalidErr := range invalid {
+	decision, err := templates.DecideAmong(ctx, host, list)
+	if err != nil {
+		return nil, err
+	}
+	for _, invalidErr := range decision.Invalid {
 		result.Invalid = append(result.Invalid, invalidErr.Error())
 	}
-	for _, template := range matching {
-		result.Selecting = append(result.Selecting, template.Ref)
-	}
-	switch len(matching) {
-	case 0:
-		result.Problem = "no template selects this host (a Metal3MachineTemplate is one only with the annotation " +
-			preprovv1.EnabledAnnotation + `: "true", or with --all-machine-templates)`
+	result.Selecting = decision.Selecting
+	switch {
+	case decision.Governing != nil:
+		return decision.Governing, nil
+	case len(decision.Conflicts) > 0:
+		result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",
+			len(decision.Selecting), joinRefs(decision.Selecting))
 		return nil, nil
-	case 1:
-		return &matching[0], nil
 	}
-	setUpFrom, _ := template.ParseRef(host.Annotations[preprovv1.TemplateAnnotation])
-	resolution, err := templates.Resolve(ctx, host.Namespace, setUpFrom, matching)
-	if err != nil || resolution.Governing != nil {
-		return resolution.Governing, err
-	}
-	result.Problem = fmt.Sprintf("selected by %d templates (%s): the controller leaves the host untouched until exactly one selects it",
-		len(matching), joinRefs(result.Selecting))
+	result.Problem = "no template selects this host (a Metal3MachineTemplate is one only with the annotation " +
+		preprovv1.EnabledAnnotation + `: "true", or with --all-machine-templates)`
 	return nil, nil
 }
 
