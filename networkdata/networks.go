@@ -20,6 +20,7 @@ import (
 	"strconv"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 )
 
 // networkSpec is one network of any type, so the five template lists share
@@ -94,20 +95,13 @@ func networkSpecs(n *capm3.NetworkDataNetwork) []networkSpec {
 func routesV4(rs []capm3.NetworkDataRoutev4) []routeSpec {
 	out := make([]routeSpec, len(rs))
 	for i, r := range rs {
-		out[i] = routeSpec{
-			network: string(r.Network), prefix: r.Prefix,
-			gwFromPool: r.Gateway.FromIPPool, gwRef: r.Gateway.FromPoolRef, gwAnn: r.Gateway.FromPoolAnnotation,
-		}
-		if r.Gateway.String != nil {
-			gw := string(*r.Gateway.String)
-			out[i].gwString = &gw
-		}
+		var dns []ipamv1.IPAddressv4Str
+		var dnsPool string
 		if r.Services != nil {
-			out[i].dnsPool = r.Services.DNSFromIPPool
-			for _, a := range r.Services.DNS {
-				out[i].dns = append(out[i].dns, string(a))
-			}
+			dns, dnsPool = r.Services.DNS, r.Services.DNSFromIPPool
 		}
+		out[i] = routeSpecOf(r.Network, r.Prefix, r.Gateway.String, r.Gateway.FromIPPool, r.Gateway.FromPoolRef,
+			r.Gateway.FromPoolAnnotation, dns, dnsPool)
 	}
 	return out
 }
@@ -115,22 +109,32 @@ func routesV4(rs []capm3.NetworkDataRoutev4) []routeSpec {
 func routesV6(rs []capm3.NetworkDataRoutev6) []routeSpec {
 	out := make([]routeSpec, len(rs))
 	for i, r := range rs {
-		out[i] = routeSpec{
-			network: string(r.Network), prefix: r.Prefix,
-			gwFromPool: r.Gateway.FromIPPool, gwRef: r.Gateway.FromPoolRef, gwAnn: r.Gateway.FromPoolAnnotation,
-		}
-		if r.Gateway.String != nil {
-			gw := string(*r.Gateway.String)
-			out[i].gwString = &gw
-		}
+		var dns []ipamv1.IPAddressv6Str
+		var dnsPool string
 		if r.Services != nil {
-			out[i].dnsPool = r.Services.DNSFromIPPool
-			for _, a := range r.Services.DNS {
-				out[i].dns = append(out[i].dns, string(a))
-			}
+			dns, dnsPool = r.Services.DNS, r.Services.DNSFromIPPool
 		}
+		out[i] = routeSpecOf(r.Network, r.Prefix, r.Gateway.String, r.Gateway.FromIPPool, r.Gateway.FromPoolRef,
+			r.Gateway.FromPoolAnnotation, dns, dnsPool)
 	}
 	return out
+}
+
+// routeSpecOf is a route of either family (A is the family's address type)
+// with its addresses as strings: the one reading of CAPM3's route, which
+// its IPv4 and IPv6 types spell twice.
+func routeSpecOf[A ~string](network A, prefix *int32, gateway *A, gwFromPool string, gwRef capm3.IPPoolReference,
+	gwAnn capm3.FromPoolAnnotation, dns []A, dnsPool string,
+) routeSpec {
+	spec := routeSpec{network: string(network), prefix: prefix, gwFromPool: gwFromPool, gwRef: gwRef, gwAnn: gwAnn, dnsPool: dnsPool}
+	if gateway != nil {
+		gw := string(*gateway)
+		spec.gwString = &gw
+	}
+	for _, address := range dns {
+		spec.dns = append(spec.dns, string(address))
+	}
+	return spec
 }
 
 // networkPlan is a network with every source resolved to a pool name.

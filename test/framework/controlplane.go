@@ -35,9 +35,7 @@ import (
 	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -51,12 +49,10 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// Scheme is the manager's scheme plus CAPI's Cluster, which the IPAM
-// stand-in reads.
+// Scheme is the manager's scheme (scheme.New), which holds CAPI's Cluster
+// that the IPAM stand-in reads.
 func Scheme() *k8sruntime.Scheme {
-	s := scheme.New()
-	utilruntime.Must(clusterv1.AddToScheme(s))
-	return s
+	return scheme.New()
 }
 
 // UseKubeBinaries points envtest at bin/k8s unless KUBEBUILDER_ASSETS says
