@@ -96,10 +96,11 @@ test-unit: ## Run the tests that need no control plane (no bin/k8s, no Debian pa
 	env -u KUBEBUILDER_ASSETS go test $(GO_TEST_FLAGS) -short $(UNIT_PACKAGES)
 
 # The tests run Ironic's API and cloud-init from Debian packages; without
-# them they fail, so say so first. hack/install-packages.sh installs them.
+# them they fail. On Debian or Ubuntu hack/install-packages.sh installs the
+# missing ones (as root, or with sudo), saying which; elsewhere it names them.
 .PHONY: packages
-packages: ## Check that the Debian packages the tests run (Ironic's API, cloud-init) are installed.
-	@hack/install-packages.sh --check
+packages: ## Install the Debian packages the tests run (Ironic's API, cloud-init) when missing, or name them off Debian and Ubuntu.
+	@hack/install-packages.sh --auto
 
 .PHONY: test-e2e
 test-e2e: kube-binaries build $(KUSTOMIZE) packages ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.

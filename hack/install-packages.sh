@@ -11,6 +11,9 @@
 #
 #   hack/install-packages.sh          install what is missing (root, or sudo)
 #   hack/install-packages.sh --check  only say what is missing; exit 1 if any
+#   hack/install-packages.sh --auto   what make test runs: install what is
+#                                     missing on Debian or Ubuntu (root, or
+#                                     sudo), elsewhere name it; exit 1 then
 #
 # Quick when everything is installed: no apt-get at all then.
 set -euo pipefail
@@ -30,6 +33,24 @@ fi
 if [ "${1:-}" = "--check" ]; then
 	echo "missing Debian packages: ${missing[*]}; the tests run Ironic, ironic-inspector, cloud-init and the manager's image with them." >&2
 	echo "install them with: hack/install-packages.sh (as root, or with sudo)" >&2
+	exit 1
+fi
+
+# debian_like is true on Debian, Ubuntu and their derivatives with apt-get.
+debian_like() {
+	[ -r /etc/os-release ] && command -v apt-get >/dev/null || return 1
+	local id id_like
+	id=$(. /etc/os-release && echo "${ID:-}")
+	id_like=$(. /etc/os-release && echo "${ID_LIKE:-}")
+	case " $id $id_like " in
+	*" debian "* | *" ubuntu "*) return 0 ;;
+	esac
+	return 1
+}
+
+if [ "${1:-}" = "--auto" ] && { ! debian_like || { [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; }; }; then
+	echo "missing packages: ${missing[*]} (their Debian names); the tests run Ironic's API, cloud-init and the manager's image with them." >&2
+	echo "this machine is not Debian or Ubuntu with root or sudo: install them with its package manager, then run make test again" >&2
 	exit 1
 fi
 
