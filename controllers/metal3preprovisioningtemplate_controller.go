@@ -19,14 +19,11 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -42,7 +39,6 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
-	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
@@ -91,38 +87,14 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	m3ppt.Status.OrphanedHosts = ptr.To(counts.Orphaned)
 	m3ppt.Status.StalledHosts = ptr.To(counts.Stalled)
 
-	problem, err := r.templateProblem(ctx, m3ppt.Namespace, view)
+	problem, err := r.Templates.Problem(ctx, m3ppt.Namespace, view)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportInvalid(m3ppt, problem)
-	conditions.Set(m3ppt, readyCondition(counts, problem))
-	conditions.Set(m3ppt, upToDateCondition(counts))
+	conditions.Set(m3ppt, baremetal.ReadyCondition(counts, problem))
+	conditions.Set(m3ppt, baremetal.UpToDateCondition(counts))
 	return ctrl.Result{}, nil
-}
-
-// templateProblem says what makes the template itself unusable, if anything.
-func (r *TemplateStatusReconciler) templateProblem(ctx context.Context, namespace string, view template.Template) (string, error) {
-	if view.Invalid != "" {
-		return "the template selects no host until it is fixed: " + view.Invalid, nil
-	}
-	networkData, err := r.Templates.NetworkData(ctx, namespace, view)
-	if err != nil {
-		var templateErr *template.Error
-		if errors.As(err, &templateErr) {
-			return templateErr.Message, nil
-		}
-		return "", err
-	}
-	// Problems no host can fix; a Metal3DataTemplate has no webhook of ours.
-	if problems := networkdata.ValidateTemplate(networkData, view.NetworkDataOptions()...); len(problems) > 0 {
-		messages := make([]string, 0, len(problems))
-		for _, problem := range problems {
-			messages = append(messages, problem.Error())
-		}
-		return "invalid network data: " + strings.Join(messages, "; "), nil
-	}
-	return "", nil
 }
 
 // reportInvalid emits a Warning event when a template becomes invalid or its
@@ -136,44 +108,6 @@ func (r *TemplateStatusReconciler) reportInvalid(template *preprovv1.Metal3Prepr
 		return
 	}
 	r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, baremetal.ReasonTemplateInvalid, baremetal.EventAction, "%s", problem)
-}
-
-func readyCondition(counts baremetal.HostCounts, problem string) metav1.Condition {
-	condition := metav1.Condition{Type: preprovv1.ReadyCondition, Status: metav1.ConditionFalse}
-	switch {
-	case problem != "":
-		condition.Reason, condition.Message = preprovv1.InvalidTemplateReason, problem
-	case counts.Conflicting > 0:
-		condition.Reason = preprovv1.HostsConflictingReason
-		condition.Message = fmt.Sprintf("%d of %d hosts are selected by another template too and are left untouched; "+
-			"see the Warning events on the hosts", counts.Conflicting, counts.Matched)
-	case counts.Failed > 0:
-		condition.Reason = preprovv1.HostsFailedReason
-		condition.Message = fmt.Sprintf("%d of %d hosts need a fix; see the Warning events on the hosts", counts.Failed, counts.Matched)
-	case counts.Waiting > 0:
-		condition.Reason = preprovv1.HostsWaitingReason
-		condition.Message = fmt.Sprintf("%d of %d hosts are waiting for IP addresses", counts.Waiting, counts.Matched)
-	case counts.Matched == 0:
-		condition.Status, condition.Reason, condition.Message = metav1.ConditionTrue, preprovv1.NoHostsReason, "no host is selected yet"
-	default:
-		condition.Status, condition.Reason = metav1.ConditionTrue, preprovv1.ReadyReason
-		condition.Message = fmt.Sprintf("all %d hosts have their network data", counts.Matched)
-		if counts.Stalled > 0 {
-			condition.Message += fmt.Sprintf("; %d of them do not get past inspection (see their %s Warning events)",
-				counts.Stalled, baremetal.ReasonInspectionStalled)
-		}
-	}
-	return condition
-}
-
-func upToDateCondition(counts baremetal.HostCounts) metav1.Condition {
-	if counts.Drifted > 0 {
-		return metav1.Condition{
-			Type: preprovv1.NetworkDataUpToDateCondition, Status: metav1.ConditionFalse, Reason: preprovv1.DriftedReason,
-			Message: fmt.Sprintf("%d provisioned hosts keep network data older than this template (provisionedHostPolicy: ReportDrift)", counts.Drifted),
-		}
-	}
-	return metav1.Condition{Type: preprovv1.NetworkDataUpToDateCondition, Status: metav1.ConditionTrue, Reason: preprovv1.UpToDateReason}
 }
 
 // SetupWithManager watches our templates, the data templates they name,
