@@ -35,7 +35,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/ipamstandin"
 )
 
 var workers = map[string]string{"role": "worker"}

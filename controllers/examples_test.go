@@ -38,9 +38,9 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/template"
-	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/cloudinit"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
 // examplesDir holds the examples `make run` applies, one folder each.

@@ -37,7 +37,7 @@ import (
 
 // One control plane (with the garbage collector, so owner references are
 // enforced as in a real cluster, and CAPM3's Metal3DataTemplate webhook
-// played by test/capm3webhook), one manager with our controllers and the
+// played by test/standins/capm3webhook), one manager with our controllers and the
 // IPAM stand-in serve every test; each test works in its own namespace.
 var (
 	testEnv   *framework.ControlPlane

@@ -22,7 +22,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/capm3-preprov/capm3-preprov/test/ironic"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 )
 
 // requireValidForIronic fails the test unless doc is valid under Ironic's

@@ -80,7 +80,7 @@ func run(manager, examples string, ipamStandIn bool) error {
 	}
 
 	if ipamStandIn {
-		sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin allocates addresses by the upstream contract")
+		sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/standins/ipamstandin allocates addresses by the upstream contract")
 		standIn, err := framework.StartIPAMStandIn(env.Config)
 		if err != nil {
 			return err

@@ -29,7 +29,7 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
+	standins "github.com/capm3-preprov/capm3-preprov/test/standins/clusterctl"
 )
 
 const (

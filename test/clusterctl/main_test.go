@@ -26,8 +26,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	standins "github.com/capm3-preprov/capm3-preprov/test/standins/clusterctl"
 )
 
 const (

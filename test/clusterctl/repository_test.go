@@ -24,13 +24,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	standins "github.com/capm3-preprov/capm3-preprov/test/standins/clusterctl"
 )
 
 // localRepository is a clusterctl repository on disk, laid out as
 // {dir}/{provider-label}/{version}/, with the clusterctl configuration that
-// points ours and the stand-ins of test/clusterctl/standins at it.
+// points ours and the stand-ins of test/standins/clusterctl at it.
 type localRepository struct {
 	clusterctl string
 	config     string

@@ -42,8 +42,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
+	standins "github.com/capm3-preprov/capm3-preprov/test/standins/clusterctl"
 )
 
 // placeholders are what the documents' placeholders stand for here: hosts,

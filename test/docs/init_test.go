@@ -28,13 +28,13 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capm3-preprov/capm3-preprov/test/clusterctl/standins"
+	standins "github.com/capm3-preprov/capm3-preprov/test/standins/clusterctl"
 )
 
 // checkInit runs a clusterctl init command on a bare control plane of its
 // own and checks what clusterctl recorded and installed (on a bare one, init
 // adds the core and kubeadm providers to those it names). The Metal3, Metal3 IPAM and Cluster API
-// providers are stand-ins (test/clusterctl/standins): their objects are
+// providers are stand-ins (test/standins/clusterctl): their objects are
 // installed, but no controller runs, ours included.
 func (d *docEnvironment) checkInit(t *testing.T, command docCommand, text string) {
 	t.Helper()

@@ -32,8 +32,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
-	"github.com/capm3-preprov/capm3-preprov/test/ironic"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/cloudinit"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 )
 
 // cloudInitPerCall bounds the hosts whose network data a consumer check

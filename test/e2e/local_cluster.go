@@ -26,8 +26,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/ironic"
 )
 
 // LocalClusterInput configures the local mode.
@@ -104,7 +104,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 
 	sayf("Starting a local control plane: kube-apiserver and etcd from $KUBEBUILDER_ASSETS, audit log %s; "+
 		"the garbage collector (kube-controller-manager --controllers=garbagecollector): owner references are enforced; "+
-		"CAPM3 is not running here: test/capm3webhook stands in for its Metal3DataTemplate webhook, "+
+		"CAPM3 is not running here: test/standins/capm3webhook stands in for its Metal3DataTemplate webhook, "+
 		"which refuses any change to a data template's networkData or metaData", local.AuditLog)
 	local.ControlPlane, err = framework.StartControlPlane(framework.StartControlPlaneInput{
 		AuditPolicy:      auditPolicy,
@@ -119,7 +119,7 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	admin := local.ControlPlane.Client
 	cluster := &Cluster{Client: admin, Local: local, Intervals: localIntervals}
 
-	sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/ipamstandin runs in this process " +
+	sayf("IPAM: Metal3 IPAM is not running here; its stand-in from test/standins/ipamstandin runs in this process " +
 		"and allocates addresses by the upstream IPClaim/IPAddress contract")
 	if local.IPAM, err = framework.StartIPAMStandIn(local.ControlPlane.Config); err != nil {
 		return nil, err

@@ -34,16 +34,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ramdiskhost"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/ironic"
-	"github.com/capm3-preprov/capm3-preprov/test/ramdiskhost"
-	"github.com/capm3-preprov/capm3-preprov/test/redfishbmc"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/redfishbmc"
 )
 
 // ethernetExamples are the examples whose hosts have plain ethernet links.
 // bond-vlan's bonds and VLANs cannot be made by this machine's kernel (no
 // bonding or 8021q module); what cloud-init makes of them is checked by
-// the consumers of every story (test/cloudinit).
+// the consumers of every story (test/consumers/cloudinit).
 var ethernetExamples = []string{"machine-template-ipam", "preprovisioning-template", "ipv6"}
 
 // RamdiskBootSpec: "a host boots its ramdisk without DHCP". An example's

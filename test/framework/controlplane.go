@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
-	"github.com/capm3-preprov/capm3-preprov/test/capm3webhook"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/capm3webhook"
 )
 
 // RepoRoot is the repository's top folder.
@@ -75,7 +75,7 @@ type StartControlPlaneInput struct {
 	// config/webhook` gives them, pointed at a local webhook server with a
 	// generated certificate (ControlPlane.Webhook says where).
 	Webhooks bool
-	// CAPM3Webhook serves test/capm3webhook, which stands in for CAPM3's
+	// CAPM3Webhook serves test/standins/capm3webhook, which stands in for CAPM3's
 	// Metal3DataTemplate webhook (no edit of networkData or metaData).
 	CAPM3Webhook bool
 	// GarbageCollector runs kube-controller-manager's garbage collector,

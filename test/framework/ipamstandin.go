@@ -27,10 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/ipamstandin"
 )
 
-// IPAMStandIn runs test/ipamstandin, which plays Metal3 IPAM, in this
+// IPAMStandIn runs test/standins/ipamstandin, which plays Metal3 IPAM, in this
 // process, as the identity of Config. Fault specs stop it to hold claims
 // without an address, as a slow or unavailable IPAM would.
 type IPAMStandIn struct {

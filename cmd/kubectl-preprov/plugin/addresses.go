@@ -95,7 +95,7 @@ func clusterClaims(claims *ipam.Claims, reader client.Reader, recorder *writeRec
 
 // poolAddress is the address IPAM gives for ip from a pool: the prefix,
 // gateway and DNS servers of the pool entry (spec.pools[]) that holds ip,
-// else of the pool, as test/ipamstandin's newAddress follows Metal3 IPAM.
+// else of the pool, as test/standins/ipamstandin's newAddress follows Metal3 IPAM.
 func poolAddress(ctx context.Context, reader client.Reader, namespace, poolName string, ip netip.Addr) (*networkdata.Address, error) {
 	pool := &ipamv1.IPPool{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: poolName}, pool); err != nil {

@@ -36,7 +36,7 @@ import (
 // ProvisioningAddress is Ironic's address on the provisioning network as a
 // host's ramdisk sees it (Metal3's dev-env puts Ironic at 172.22.0.2 on
 // 172.22.0.0/24). Ironic itself listens on loopback; a test that boots a
-// host relays this address to it (test/ramdiskhost). Ironic writes it into
+// host relays this address to it (test/consumers/ramdiskhost). Ironic writes it into
 // the ISO's kernel command line (ipa-api-url, ipa-inspection-callback-url),
 // and refuses a loopback address for the inspection callback.
 const ProvisioningAddress = "172.22.0.2"

@@ -32,7 +32,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/capm3-preprov/capm3-preprov/test/cloudinit"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/cloudinit"
 )
 
 // ErrNoNetworkData is Boot's answer for an ISO without network data: the
@@ -55,7 +55,7 @@ var ErrNoNetworkData = errors.New("the ISO's config drive has no openstack/lates
 // It returns the commands it ran. A document cloud-init refuses, or whose
 // ethernets match no NIC of the host, leaves the host unconfigured with an
 // error saying so. Bonds and VLANs are refused: this machine's kernel has
-// no bonding or 8021q module (their conversion is checked by test/cloudinit).
+// no bonding or 8021q module (their conversion is checked by test/consumers/cloudinit).
 func (h *Host) Boot(ctx context.Context, networkData []byte, dir string) ([]string, error) {
 	if len(networkData) == 0 {
 		return nil, ErrNoNetworkData

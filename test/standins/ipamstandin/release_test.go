@@ -31,7 +31,7 @@ import (
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
-	"github.com/capm3-preprov/capm3-preprov/test/ipamstandin"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/ipamstandin"
 )
 
 // The two windows in which the real IPAM leaves an IPAddress behind its

@@ -31,8 +31,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/capm3-preprov/capm3-preprov/test/ramdiskhost"
-	"github.com/capm3-preprov/capm3-preprov/test/redfishbmc"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ramdiskhost"
+	"github.com/capm3-preprov/capm3-preprov/test/standins/redfishbmc"
 )
 
 // An ethernet host's document, as we render it: one link with the host's

@@ -27,7 +27,7 @@ import (
 )
 
 // The calls Ironic's Redfish driver makes, in the order of an inspection;
-// test/ironic runs them through the real Ironic.
+// test/consumers/ironic runs them through the real Ironic.
 func TestTheBMCAnswersIronicsCalls(t *testing.T) {
 	t.Parallel()
 	bmc, err := Start(t.TempDir())
