@@ -48,6 +48,14 @@ func TestAddressLeftBehindAReleasedClaimIsReleased(t *testing.T) {
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", rack),
 	)
 	waitForEvent(t, ns, "node-0", baremetal.ReasonTemplateConflict)
+	// The manager may have claimed from tiny before the second template
+	// reached its cache: that claim and its address go first.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		claimErr := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "node-0-tiny"}, &ipamv1.IPClaim{})
+		assert.True(c, apierrors.IsNotFound(claimErr), "the claim of the host in conflict is still there")
+		addressErr := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "tiny-192-0-2-10"}, &ipamv1.IPAddress{})
+		assert.True(c, apierrors.IsNotFound(addressErr), "the address of the host in conflict is still there")
+	}, waitTimeout, pollInterval)
 
 	// What IPAM leaves when node-0's claim is released mid-allocation: the
 	// pool's one address, owned by the pool and the claim that is gone.

@@ -22,20 +22,20 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/networkdataschema"
 )
 
 // requireValidForIronic fails the test unless doc is valid under Ironic's
 // network_data schema, which its API validates a node's network_data against
 // (HTTP 400 "Invalid network_data" otherwise), read from the installed
-// ironic-api package with bond mode 802.3ad allowed (ironic.SchemaWith8023ad
+// ironic-api package with bond mode 802.3ad allowed (networkdataschema.SchemaWith8023ad
 // says why). It never skips: without the package it fails and names
 // hack/install-packages.sh.
 func requireValidForIronic(t require.TestingT, doc []byte) {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	schema, err := ironic.SchemaWith8023ad()
+	schema, err := networkdataschema.SchemaWith8023ad()
 	require.NoError(t, err)
 	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	require.NoError(t, err)

@@ -26,6 +26,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/networkdataschema"
 )
 
 // A document of our kind: an ethernet link, a bond of two links with a
@@ -120,7 +122,7 @@ func TestSchemaFailuresNameTheMeantBranch(t *testing.T) {
 		t.Helper()
 		var networkData map[string]any
 		require.NoError(t, json.Unmarshal([]byte(document), &networkData))
-		found, err := schemaFailures(networkData)
+		found, err := networkdataschema.Failures(networkData)
 		require.NoError(t, err)
 		return found
 	}

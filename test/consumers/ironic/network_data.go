@@ -30,6 +30,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/networkdataschema"
 )
 
 // RefusalError is an answer of Ironic's API other than 2xx.
@@ -170,7 +172,7 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	_, err = s.setNetworkData(ctx, node, networkData)
 	switch {
 	case err == nil:
-		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, SchemaPath, s.bondModes)
+		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, networkdataschema.Path, s.bondModes)
 	case !InvalidNetworkData(err) || !strings.Contains(err.Error(), "'bond_mode': '802.3ad'"):
 		return nil, fmt.Errorf("%s: ironic 21.4 must refuse the bond mode 802.3ad, and only it; it answered: %w\n(ironic log: %s)", name, explainRefusal(err, networkData), s.LogPath)
 	}
@@ -266,7 +268,7 @@ func deepCopy(document map[string]any) map[string]any {
 
 // schemaBondModes reads the bond modes the installed schema allows.
 func schemaBondModes() ([]string, error) {
-	data, err := os.ReadFile(SchemaPath)
+	data, err := os.ReadFile(networkdataschema.Path)
 	if err != nil {
 		return nil, fmt.Errorf("ironic's network_data schema: %w: %s", err, InstallHint)
 	}
@@ -282,11 +284,27 @@ func schemaBondModes() ([]string, error) {
 		} `json:"definitions"`
 	}
 	if err := json.Unmarshal(data, &schema); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", SchemaPath, err)
+		return nil, fmt.Errorf("reading %s: %w", networkdataschema.Path, err)
 	}
 	modes := schema.Definitions.L2Bond.Properties.BondMode.Enum
 	if len(modes) == 0 {
-		return nil, fmt.Errorf("%s lists no bond modes under definitions.l2_bond; this Ironic is not the one these tests know", SchemaPath)
+		return nil, fmt.Errorf("%s lists no bond modes under definitions.l2_bond; this Ironic is not the one these tests know", networkdataschema.Path)
 	}
 	return modes, nil
+}
+
+// explainRefusal adds to a refusal of network data what the installed
+// schema finds wrong with it, every failure with its place. Ironic's own
+// message names one failure only, often in a branch of a oneOf that was
+// never meant: an IPv4 network that lacks network_id is reported as its
+// address not matching the IPv6 pattern.
+func explainRefusal(err error, networkData map[string]any) error {
+	if !InvalidNetworkData(err) {
+		return err
+	}
+	failures, explainErr := networkdataschema.Failures(networkData)
+	if explainErr != nil {
+		return fmt.Errorf("%w\n(the installed schema could not say more: %w)", err, explainErr)
+	}
+	return fmt.Errorf("%w\nthe installed schema (%s) finds:\n- %s", err, networkdataschema.Path, strings.Join(failures, "\n- "))
 }

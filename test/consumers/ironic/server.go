@@ -42,15 +42,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/networkdataschema"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // InstallHint is what a test says when the Debian packages are missing.
-const InstallHint = "install the Debian packages the tests need with hack/install-packages.sh (as root, or with sudo)"
-
-// SchemaPath is the network_data JSON schema Ironic's API validates against,
-// as the ironic-api package installs it.
-const SchemaPath = "/usr/lib/python3/dist-packages/ironic/api/controllers/v1/network-data-schema.json"
+const InstallHint = networkdataschema.InstallHint
 
 // network_data exists on nodes from API microversion 1.66 on.
 const networkDataMicroversion = 66

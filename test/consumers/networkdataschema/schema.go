@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package ironic
+// Package networkdataschema is Ironic's network_data JSON schema as the
+// installed ironic-api package has it: a leaf that reads a file and starts
+// no process, so pure packages test what they render against it.
+package networkdataschema
 
 import (
 	"bytes"
@@ -31,6 +34,13 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
+
+// Path is the network_data JSON schema Ironic's API validates against,
+// as the ironic-api package installs it.
+const Path = "/usr/lib/python3/dist-packages/ironic/api/controllers/v1/network-data-schema.json"
+
+// InstallHint says how to get the packages the tests need.
+const InstallHint = "install the Debian packages the tests need with hack/install-packages.sh (as root, or with sudo)"
 
 // compiledSchema is the installed schema as Ironic has it, compiled once.
 var compiledSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
@@ -55,29 +65,29 @@ var SchemaWith8023ad = sync.OnceValues(func() (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	if err := allow8023ad(document); err != nil {
-		return nil, fmt.Errorf("%s: %w", SchemaPath, err)
+		return nil, fmt.Errorf("%s: %w", Path, err)
 	}
 	return compileSchema(document)
 })
 
 func readSchema() (any, error) {
-	data, err := os.ReadFile(SchemaPath)
+	data, err := os.ReadFile(Path)
 	if err != nil {
 		return nil, fmt.Errorf("ironic's network_data schema: %w: %s", err, InstallHint)
 	}
 	document, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", SchemaPath, err)
+		return nil, fmt.Errorf("reading %s: %w", Path, err)
 	}
 	return document, nil
 }
 
 func compileSchema(document any) (*jsonschema.Schema, error) {
 	compiler := jsonschema.NewCompiler()
-	if err := compiler.AddResource(SchemaPath, document); err != nil {
+	if err := compiler.AddResource(Path, document); err != nil {
 		return nil, err
 	}
-	return compiler.Compile(SchemaPath)
+	return compiler.Compile(Path)
 }
 
 // allow8023ad adds 802.3ad to the bond modes of a schema document that
@@ -105,26 +115,10 @@ func allow8023ad(document any) error {
 	return nil
 }
 
-// explainRefusal adds to a refusal of network data what the installed
-// schema finds wrong with it, every failure with its place. Ironic's own
-// message names one failure only, often in a branch of a oneOf that was
-// never meant: an IPv4 network that lacks network_id is reported as its
-// address not matching the IPv6 pattern.
-func explainRefusal(err error, networkData map[string]any) error {
-	if !InvalidNetworkData(err) {
-		return err
-	}
-	failures, explainErr := schemaFailures(networkData)
-	if explainErr != nil {
-		return fmt.Errorf("%w\n(the installed schema could not say more: %w)", err, explainErr)
-	}
-	return fmt.Errorf("%w\nthe installed schema (%s) finds:\n- %s", err, SchemaPath, strings.Join(failures, "\n- "))
-}
-
-// schemaFailures validates a document against the installed schema and
+// Failures validates a document against the installed schema and
 // lists the failures. In an anyOf or oneOf over link or network kinds only
 // the branches of the instance's own type are followed.
-func schemaFailures(networkData map[string]any) ([]string, error) {
+func Failures(networkData map[string]any) ([]string, error) {
 	schema, err := compiledSchema()
 	if err != nil {
 		return nil, err
