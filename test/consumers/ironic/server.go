@@ -35,7 +35,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -80,8 +79,7 @@ type Server struct {
 
 	dir, removeDir string
 	vmedia         *virtualMedia
-	cmd            *exec.Cmd
-	exited         chan struct{}
+	ironic         *service
 	client         *gophercloud.ServiceClient
 	// schema is what the installed schema says of bonds; see Submit.
 	bondModes []string
@@ -142,25 +140,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 
-	dbsync := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", config, "create_schema")
-	dbsync.Stdout, dbsync.Stderr = logFile, logFile
-	if err = dbsync.Run(); err != nil {
-		return nil, fmt.Errorf("ironic-dbsync create_schema: %w (log: %s)", err, s.LogPath)
+	s.ironic, err = startService(ctx, logFile, []string{"ironic-dbsync", "--config-file", config, "create_schema"},
+		"ironic", "--config-file", config)
+	if err != nil {
+		return nil, err
 	}
-
-	s.cmd = exec.Command("ironic", "--config-file", config) //nolint:noctx // it runs until Stop; ctx bounds only the start
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	// Its own process group, so Stop reaches any worker it forks; and it
-	// dies with the test process if that is killed.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err = s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting ironic: %w", err)
-	}
-	s.exited = make(chan struct{})
-	go func() {
-		_ = s.cmd.Wait() // waitReady reads how it ended from s.cmd.ProcessState
-		close(s.exited)
-	}()
 
 	if err = s.waitReady(ctx); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
@@ -241,9 +225,9 @@ enabled_vendor_interfaces = no-vendor
 // waitReady waits until GET /v1 answers 200, the process exits or the
 // timeout passes.
 func (s *Server) waitReady(ctx context.Context) error {
-	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.exited)
+	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.ironic.exited)
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.cmd.ProcessState, s.logTail(20))
+		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.ironic.cmd.ProcessState, s.logTail(20))
 	}
 	if err != nil {
 		return fmt.Errorf("ironic's API: %w", err)
@@ -278,15 +262,8 @@ func (s *Server) Stop() error {
 	if s.vmedia != nil {
 		errs = append(errs, s.vmedia.stop())
 	}
-	if s.cmd != nil && s.cmd.Process != nil {
-		// The negative pid is the process group.
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.exited
-		}
+	if s.ironic != nil {
+		s.ironic.stop()
 	}
 	if s.removeDir != "" {
 		errs = append(errs, os.RemoveAll(s.removeDir))
@@ -296,12 +273,7 @@ func (s *Server) Stop() error {
 
 // Running says whether the process is still there.
 func (s *Server) Running() bool {
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return s.exited != nil
-	}
+	return s.ironic != nil && s.ironic.running()
 }
 
 // logTail is the end of the log, for errors that would otherwise send the

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
@@ -61,8 +60,7 @@ type virtualMedia struct {
 	httpRoot  string
 	httpURL   string
 	http      *http.Server
-	inspector *exec.Cmd
-	exited    chan struct{}
+	inspector *service
 	// inspectorURL is ironic-inspector's API on loopback.
 	inspectorURL string
 	logPath      string
@@ -128,36 +126,25 @@ func (v *virtualMedia) startInspector(ctx context.Context, dir, ironicURL string
 		return err
 	}
 	launched := make(chan error, 1)
-	go func() { launched <- v.launchInspector(ctx, config) }()
+	go func() {
+		var err error
+		v.inspector, err = v.launchInspector(ctx, config)
+		launched <- err
+	}()
 	v.launched = sync.OnceValue(func() error { return <-launched })
 	return nil
 }
 
 // launchInspector runs ironic-inspector-dbsync upgrade and starts
 // ironic-inspector.
-func (v *virtualMedia) launchInspector(ctx context.Context, config string) error {
+func (v *virtualMedia) launchInspector(ctx context.Context, config string) (*service, error) {
 	log, err := os.Create(v.logPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = log.Close() }() // an os.File buffers nothing
-	dbsync := exec.CommandContext(ctx, "ironic-inspector-dbsync", "--config-file", config, "upgrade")
-	dbsync.Stdout, dbsync.Stderr = log, log
-	if err = dbsync.Run(); err != nil {
-		return fmt.Errorf("ironic-inspector-dbsync upgrade: %w (log: %s)", err, log.Name())
-	}
-	v.inspector = exec.Command("ironic-inspector", "--config-file", config) //nolint:noctx // it runs until Stop
-	v.inspector.Stdout, v.inspector.Stderr = log, log
-	v.inspector.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err = v.inspector.Start(); err != nil {
-		return fmt.Errorf("starting ironic-inspector: %w", err)
-	}
-	v.exited = make(chan struct{})
-	go func() {
-		_ = v.inspector.Wait()
-		close(v.exited)
-	}()
-	return nil
+	return startService(ctx, log, []string{"ironic-inspector-dbsync", "--config-file", config, "upgrade"},
+		"ironic-inspector", "--config-file", config)
 }
 
 // wait waits until ironic-inspector's API answers.
@@ -165,9 +152,9 @@ func (v *virtualMedia) wait(ctx context.Context) error {
 	if err := v.launched(); err != nil {
 		return err
 	}
-	err := framework.WaitForOK(ctx, v.inspectorURL, StartTimeout, v.exited)
+	err := framework.WaitForOK(ctx, v.inspectorURL, StartTimeout, v.inspector.exited)
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic-inspector exited before its API answered: %s", v.inspector.ProcessState)
+		return fmt.Errorf("ironic-inspector exited before its API answered: %s", v.inspector.cmd.ProcessState)
 	}
 	return err
 }
@@ -177,14 +164,8 @@ func (v *virtualMedia) stop() error {
 	if v.launched != nil {
 		_ = v.launched() // its error was wait's
 	}
-	if v.inspector != nil && v.inspector.Process != nil && v.exited != nil {
-		_ = syscall.Kill(-v.inspector.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-v.exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-v.inspector.Process.Pid, syscall.SIGKILL)
-			<-v.exited
-		}
+	if v.inspector != nil {
+		v.inspector.stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
