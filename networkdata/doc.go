@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package networkdata renders the OpenStack network_data document of a
 // BareMetalHost from a CAPM3 Metal3DataTemplate's spec.networkData and the
-// addresses claimed from Metal3 IPAM IPPools.
+// addresses claimed from Metal3 IPAM IPPools and Cluster API IPAM pools.
 //
 // The document is, as data, the one CAPM3's Metal3Data controller renders
 // (renderNetworkData in CAPM3's baremetal/metal3data_manager.go, v1.13): the
@@ -42,8 +42,9 @@ limitations under the License.
 // docs/network-data.md lists these differences for users.
 //
 // The package is pure: no Kubernetes client, no I/O. Compile checks a
-// template against a host once; the Plan's Pools tell the caller which
-// IPPools to claim addresses from, and its Render produces the bytes.
+// template against a host once; the Plan's Pools and ClusterAPIPools tell
+// the caller which pools to claim addresses from, and its Render produces
+// the bytes.
 //
 // Layer: pure, above api/v1beta1 only in the layering; it imports nothing of
 // this module.

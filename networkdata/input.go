@@ -16,8 +16,9 @@ limitations under the License.
 
 package networkdata
 
-// Address is what one Metal3 IPAM IPAddress gives the host
-// (spec.address, spec.prefix, spec.gateway, spec.dnsServers).
+// Address is what one IPAddress gives the host: spec.address, spec.prefix,
+// spec.gateway and, from Metal3 IPAM only, spec.dnsServers (a Cluster API
+// IPAddress has none, and CAPM3 renders none for its pool).
 type Address struct {
 	IP         string
 	Prefix     int

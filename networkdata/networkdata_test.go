@@ -517,6 +517,38 @@ func TestPools(t *testing.T) {
 	}
 }
 
+// Cluster API IPAM pools are claimed apart from Metal3 IPPools (an
+// IPAddressClaim, not an IPClaim), and their addresses render as a Metal3
+// pool's do: Render keys both by pool name.
+func TestClusterAPIPools(t *testing.T) {
+	inCluster := func(name string) string {
+		return `{"name": "` + name + `", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}`
+	}
+	nd := template(t, `{"links": {"ethernets": [`+eth0+`]}, "networks": {
+		"ipv4": [{"id": "a", "link": "eth0", "fromPoolRef": `+inCluster("capi-v4")+`,
+			"routes": [{"network": "0.0.0.0", "gateway": {"fromPoolRef": `+inCluster("capi-gw")+`}, "services": {"dnsFromIPPool": "v4"}}]}],
+		"ipv6": [{"id": "b", "link": "eth0", "fromPoolRef": {"name": "v6"}}]}}`)
+	plan, err := Compile(nd, Host{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v4", "v6"}, plan.Pools())
+	assert.Equal(t, []Pool{
+		{Name: "capi-gw", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool"},
+		{Name: "capi-v4", APIGroup: "ipam.cluster.x-k8s.io", Kind: "InClusterIPPool"},
+	}, plan.ClusterAPIPools())
+
+	_, err = plan.Render(map[string]Address{"v4": pools["v4"], "v6": pools["v6"], "capi-v4": pools["abc"]})
+	require.ErrorIs(t, err, ErrMissingAddress, "the gateway's Cluster API pool has no address")
+	got, err := plan.Render(map[string]Address{"v4": pools["v4"], "v6": pools["v6"], "capi-v4": pools["abc"], "capi-gw": pools["v4"]})
+	require.NoError(t, err)
+	asMetal3 := template(t, `{"links": {"ethernets": [`+eth0+`]}, "networks": {
+		"ipv4": [{"id": "a", "link": "eth0", "ipAddressFromIPPool": "abc",
+			"routes": [{"network": "0.0.0.0", "gateway": {"fromIPPool": "v4"}, "services": {"dnsFromIPPool": "v4"}}]}],
+		"ipv6": [{"id": "b", "link": "eth0", "fromPoolRef": {"name": "v6"}}]}}`)
+	want, err := Render(asMetal3, Host{}, pools)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
+}
+
 // Each case breaks one thing; Compile and Render must both refuse it with
 // an InputError on the given field whose message names the problem and fix.
 func TestInputErrors(t *testing.T) {
@@ -702,22 +734,23 @@ func TestInputErrors(t *testing.T) {
 		},
 		// Address, gateway and DNS sources.
 		{
-			name:     "network address from a CAPI IPAM pool",
-			template: net4(`"fromPoolRef": {"name": "capi-pool", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}`),
+			name:     "network address from a pool of an API group that is no IPAM",
+			template: net4(`"fromPoolRef": {"name": "p", "apiGroup": "ipam.example.com", "kind": "ExamplePool"}`),
 			field:    "spec.networkData.networks.ipv4[id=n].fromPoolRef",
-			contains: []string{`kind "InClusterIPPool" of apiGroup "ipam.cluster.x-k8s.io"`, "only Metal3 IPAM IPPools", "preprovisioning"},
+			contains: []string{`kind "ExamplePool" of apiGroup "ipam.example.com"`, "Metal3 IPAM (apiGroup ipam.metal3.io, kind IPPool)", "Cluster API IPAM provider (apiGroup ipam.cluster.x-k8s.io"},
 		},
 		{
 			name:     "network address from another kind in the Metal3 group",
 			template: net4(`"fromPoolRef": {"name": "p", "kind": "GlobalIPPool"}`),
 			field:    "spec.networkData.networks.ipv4[id=n].fromPoolRef",
-			contains: []string{`kind "GlobalIPPool" of apiGroup "ipam.metal3.io"`, "only Metal3 IPAM IPPools"},
+			contains: []string{`kind "GlobalIPPool" of apiGroup "ipam.metal3.io"`, "has no such kind", "refer to an IPPool"},
 		},
 		{
-			name:     "route gateway from a CAPI IPAM pool",
-			template: route4(`{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromPoolRef": {"name": "p", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "IPPool"}}}`),
+			// CAPM3's poolRefs.addRef: addresses are keyed by pool name.
+			name:     "route gateway from a Cluster API IPAM pool named like the network's Metal3 IPPool",
+			template: route4(`{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromPoolRef": {"name": "v4", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}}}`),
 			field:    "spec.networkData.networks.ipv4[id=n].routes[0].gateway.fromPoolRef",
-			contains: []string{"only Metal3 IPAM IPPools"},
+			contains: []string{`refers to InClusterIPPool "v4" of apiGroup ipam.cluster.x-k8s.io`, `also takes addresses from IPPool "v4" of apiGroup ipam.metal3.io`, "rename one of them"},
 		},
 		{
 			name:     "network address pool from a Machine annotation",
@@ -1074,7 +1107,7 @@ func TestRenderAddressErrors(t *testing.T) {
 			template:  route("ipv4DHCP", `{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromIPPool": "nogw"}}`),
 			addresses: pools,
 			input:     true,
-			contains:  []string{`routes[0].gateway: IPPool "nogw" has no gateway`, "requires one on every route", "set spec.gateway on the IPPool"},
+			contains:  []string{`routes[0].gateway: IPPool "nogw" has no gateway`, "requires one on every route", "set the pool's spec.gateway"},
 		},
 		{
 			name:      "gateway of the other family",

@@ -143,7 +143,7 @@ type networkPlan struct {
 	kind        string
 	id, link    string
 	ipv4        bool
-	addressPool string // static networks only
+	addressPool Pool // static networks only
 	routes      []routePlan
 }
 
@@ -151,7 +151,7 @@ type routePlan struct {
 	network, netmask string
 	ipv4             bool
 	gateway          string
-	gatewayPool      string // when set, the gateway is the pool's gateway
+	gatewayPool      Pool // when set, the gateway is the pool's gateway
 	gatewayField     string
 	services         dnsPlan
 }
@@ -191,16 +191,16 @@ func (c *compiler) networks(specs []networkSpec) ([]networkPlan, error) {
 
 // addressPool picks the pool of a static network in CAPM3's order:
 // fromPoolAnnotation, then fromPoolRef, then ipAddressFromIPPool.
-func (c *compiler) addressPool(s networkSpec) (string, error) {
+func (c *compiler) addressPool(s networkSpec) (Pool, error) {
 	switch {
 	case s.poolAnn != (capm3.FromPoolAnnotation{}):
 		return c.poolFromAnnotation(s.poolAnn, s.field+".fromPoolAnnotation", "ipAddressFromIPPool or fromPoolRef")
 	case s.poolRef.Name != "":
 		return c.poolFromRef(s.poolRef, s.field+".fromPoolRef")
 	case s.ipPool != "":
-		return c.usePool(s.ipPool), nil
+		return c.usePool(metal3Pool(s.ipPool), s.field+".ipAddressFromIPPool")
 	}
-	return "", inputErr(s.field, "has no address source; set ipAddressFromIPPool, fromPoolRef or fromPoolAnnotation to a Metal3 IPPool, or use an ipv4DHCP, ipv6DHCP or ipv6SLAAC network")
+	return Pool{}, inputErr(s.field, "has no address source; set ipAddressFromIPPool, fromPoolRef or fromPoolAnnotation to a Metal3 IPPool, or use an ipv4DHCP, ipv6DHCP or ipv6SLAAC network")
 }
 
 // route resolves one route of network s. Ironic's network_data schema
@@ -238,7 +238,7 @@ func (c *compiler) route(r routeSpec, field string, s networkSpec) (routePlan, e
 	case r.gwRef.Name != "":
 		rp.gatewayPool, err = c.poolFromRef(r.gwRef, gw+".fromPoolRef")
 	case r.gwFromPool != "":
-		rp.gatewayPool = c.usePool(r.gwFromPool)
+		rp.gatewayPool, err = c.usePool(metal3Pool(r.gwFromPool), gw+".fromIPPool")
 	default:
 		err = inputErr(gw, "has no source; set string, fromIPPool or fromPoolRef: Ironic's network_data schema requires a gateway on every route")
 	}
@@ -258,7 +258,9 @@ func (c *compiler) dns(addresses []string, pool, field, fam string) (dnsPlan, er
 		}
 	}
 	if pool != "" {
-		c.usePool(pool)
+		if _, err := c.usePool(metal3Pool(pool), field+".dnsFromIPPool"); err != nil {
+			return dnsPlan{}, err
+		}
 	}
 	return dnsPlan{addresses: addresses, pool: pool, field: field + ".dnsFromIPPool", family: fam}, nil
 }
@@ -275,22 +277,22 @@ func (n *networkPlan) render(addresses map[string]Address) (map[string]any, erro
 	// network_id is what Ironic's schema requires and CAPM3 leaves out; the
 	// network's id is unique in the document, so it is a sound value.
 	entry := map[string]any{"type": n.kind, "id": n.id, "network_id": n.id, "link": n.link, "routes": routes}
-	if n.addressPool == "" {
+	if n.addressPool.Name == "" {
 		return entry, nil
 	}
-	a, err := lookup(addresses, n.addressPool, n.field)
+	a, err := lookup(addresses, n.addressPool.Name, n.field)
 	if err != nil {
 		return nil, err
 	}
 	if problem, _ := addressProblem(a.IP, family(n.ipv4)); problem != "" {
-		return nil, inputErr(n.field, "IPPool %s gave address %s, which %s; use a pool of the network's family", quote(n.addressPool), quote(a.IP), problem)
+		return nil, inputErr(n.field, "%s gave address %s, which %s; use a pool of the network's family", n.addressPool, quote(a.IP), problem)
 	}
 	mask, ok := netmask(a.Prefix, n.ipv4)
 	if !ok {
-		return nil, inputErr(n.field, "IPPool %s gave prefix %d, which is not a valid %s prefix length (%s); fix the prefix of the IPPool", quote(n.addressPool), a.Prefix, family(n.ipv4), prefixRange(n.ipv4))
+		return nil, inputErr(n.field, "%s gave prefix %d, which is not a valid %s prefix length (%s); fix the prefix of the pool", n.addressPool, a.Prefix, family(n.ipv4), prefixRange(n.ipv4))
 	}
 	if mask == ironicRefusedMask {
-		return nil, inputErr(n.field, "IPPool %s gave prefix 32, whose netmask %s Ironic's network_data schema refuses; give the IPPool a shorter prefix", quote(n.addressPool), mask)
+		return nil, inputErr(n.field, "%s gave prefix 32, whose netmask %s Ironic's network_data schema refuses; give the pool a shorter prefix", n.addressPool, mask)
 	}
 	entry["ip_address"] = a.IP
 	entry["netmask"] = mask
@@ -299,16 +301,16 @@ func (n *networkPlan) render(addresses map[string]Address) (map[string]any, erro
 
 func (r *routePlan) render(addresses map[string]Address) (map[string]any, error) {
 	gateway := r.gateway
-	if r.gatewayPool != "" {
-		a, err := lookup(addresses, r.gatewayPool, r.gatewayField)
+	if r.gatewayPool.Name != "" {
+		a, err := lookup(addresses, r.gatewayPool.Name, r.gatewayField)
 		if err != nil {
 			return nil, err
 		}
 		if a.Gateway == "" {
-			return nil, inputErr(r.gatewayField, "IPPool %s has no gateway, and Ironic's network_data schema requires one on every route; set spec.gateway on the IPPool, or give the route a gateway string", quote(r.gatewayPool))
+			return nil, inputErr(r.gatewayField, "%s has no gateway, and Ironic's network_data schema requires one on every route; set the pool's spec.gateway, or give the route a gateway string", r.gatewayPool)
 		}
 		if problem, _ := addressProblem(a.Gateway, family(r.ipv4)); problem != "" {
-			return nil, inputErr(r.gatewayField, "IPPool %s gave gateway %s, which %s; use a pool of the route's family", quote(r.gatewayPool), quote(a.Gateway), problem)
+			return nil, inputErr(r.gatewayField, "%s gave gateway %s, which %s; use a pool of the route's family", r.gatewayPool, quote(a.Gateway), problem)
 		}
 		gateway = a.Gateway
 	}

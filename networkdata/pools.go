@@ -17,39 +17,85 @@ limitations under the License.
 package networkdata
 
 import (
+	"fmt"
+
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
 
 const (
-	metal3IPAMGroup = "ipam.metal3.io"
-	metal3PoolKind  = "IPPool"
+	// Metal3IPAMGroup and Metal3PoolKind name a Metal3 IPAM IPPool, what a
+	// pool reference without apiGroup and kind means.
+	Metal3IPAMGroup = "ipam.metal3.io"
+	Metal3PoolKind  = "IPPool"
+	// ClusterAPIIPAMGroup is the group of Cluster API IPAM providers' pools
+	// (the in-cluster provider's InClusterIPPool, Infoblox's, NetBox's).
+	ClusterAPIIPAMGroup = "ipam.cluster.x-k8s.io"
 )
 
-// poolFromRef accepts only Metal3 IPAM IPPools; an empty apiGroup or kind
-// defaults to them, as in CAPM3. CAPI IPAM pools are not served here.
-func (c *compiler) poolFromRef(ref capm3.IPPoolReference, field string) (string, error) {
-	group, kind := ref.APIGroup, ref.Kind
-	if group == "" {
-		group = metal3IPAMGroup
-	}
-	if kind == "" {
-		kind = metal3PoolKind
-	}
-	if group != metal3IPAMGroup || kind != metal3PoolKind {
-		return "", inputErr(field, "refers to kind %s of apiGroup %s, but only Metal3 IPAM IPPools (apiGroup ipam.metal3.io, kind IPPool) are supported for preprovisioning; refer to a Metal3 IPPool",
-			quote(kind), quote(group))
-	}
-	return c.usePool(ref.Name), nil
+// Pool is one pool a template takes addresses from: a Metal3 IPAM IPPool,
+// or the pool of a Cluster API IPAM provider, of any kind.
+type Pool struct {
+	Name     string
+	APIGroup string
+	Kind     string
 }
 
-// poolFromAnnotation reads a pool name from a BareMetalHost annotation.
-func (c *compiler) poolFromAnnotation(a capm3.FromPoolAnnotation, field, alternative string) (string, error) {
+// Metal3 tells a Metal3 IPAM IPPool (claimed with an IPClaim) from a Cluster
+// API IPAM pool (claimed with an IPAddressClaim).
+func (p Pool) Metal3() bool { return p.APIGroup == Metal3IPAMGroup }
+
+// String names the pool as messages do: `IPPool "rack1"`,
+// `InClusterIPPool "rack1"`.
+func (p Pool) String() string { return fmt.Sprintf("%s %q", p.Kind, p.Name) }
+
+func metal3Pool(name string) Pool {
+	return Pool{Name: name, APIGroup: Metal3IPAMGroup, Kind: Metal3PoolKind}
+}
+
+// poolFromRef takes a Metal3 IPPool or a Cluster API IPAM pool; an empty
+// apiGroup or kind defaults to a Metal3 IPPool, as in CAPM3 (poolRefs.addRef
+// in baremetal/metal3data_manager.go).
+func (c *compiler) poolFromRef(ref capm3.IPPoolReference, field string) (Pool, error) {
+	pool := Pool{Name: ref.Name, APIGroup: ref.APIGroup, Kind: ref.Kind}
+	if pool.APIGroup == "" {
+		pool.APIGroup = Metal3IPAMGroup
+	}
+	if pool.Kind == "" {
+		pool.Kind = Metal3PoolKind
+	}
+	switch {
+	case pool.Metal3() && pool.Kind != Metal3PoolKind:
+		return Pool{}, inputErr(field, "refers to kind %s of apiGroup %s, which has no such kind; refer to an IPPool of %s or to a pool of a Cluster API IPAM provider (apiGroup %s)",
+			quote(pool.Kind), quote(pool.APIGroup), Metal3IPAMGroup, ClusterAPIIPAMGroup)
+	case !pool.Metal3() && pool.APIGroup != ClusterAPIIPAMGroup:
+		return Pool{}, inputErr(field, "refers to kind %s of apiGroup %s, but addresses come from Metal3 IPAM (apiGroup %s, kind IPPool) or a Cluster API IPAM provider (apiGroup %s and the provider's pool kind, such as InClusterIPPool)",
+			quote(pool.Kind), quote(pool.APIGroup), Metal3IPAMGroup, ClusterAPIIPAMGroup)
+	}
+	return c.usePool(pool, field)
+}
+
+// poolFromAnnotation reads a pool name from a BareMetalHost annotation. It
+// names a Metal3 IPPool: CAPM3 (poolRefs.addFromAnnotation) knows no other.
+func (c *compiler) poolFromAnnotation(a capm3.FromPoolAnnotation, field, alternative string) (Pool, error) {
 	name, err := c.annotation(a.Object, a.Annotation, field, alternative)
 	if err != nil {
-		return "", err
+		return Pool{}, err
 	}
 	if name == "" {
-		return "", inputErr(field+".annotation", "BareMetalHost annotation %s is missing or empty; set it to the name of a Metal3 IPPool, or use %s", quote(a.Annotation), alternative)
+		return Pool{}, inputErr(field+".annotation", "BareMetalHost annotation %s is missing or empty; set it to the name of a Metal3 IPPool, or use %s", quote(a.Annotation), alternative)
 	}
-	return c.usePool(name), nil
+	return c.usePool(metal3Pool(name), field)
+}
+
+// usePool records a pool the plan takes addresses from. Addresses are keyed
+// by pool name, as in CAPM3, which refuses two pools of one name and
+// different kinds (poolRefs.addRef): so do we.
+func (c *compiler) usePool(pool Pool, field string) (Pool, error) {
+	known, seen := c.plan.pools[pool.Name]
+	if seen && known != pool {
+		return Pool{}, inputErr(field, "refers to %s of apiGroup %s, but the template also takes addresses from %s of apiGroup %s under that name: "+
+			"CAPM3 refuses two pools of the same name; rename one of them", pool, pool.APIGroup, known, known.APIGroup)
+	}
+	c.plan.pools[pool.Name] = pool
+	return pool, nil
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -49,7 +50,7 @@ func Compile(nd *capm3.NetworkData, host Host, opts ...Option) (*Plan, error) {
 	if errs := bondParamErrors(o.bondParams, links, true); len(errs) > 0 {
 		return nil, errs[0]
 	}
-	p := &Plan{pools: map[string]struct{}{}}
+	p := &Plan{pools: map[string]Pool{}}
 	c := &compiler{host: host, plan: p, bondParams: o.bondParams}
 	if p.links, err = c.links(links); err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ type Plan struct {
 	links    []any
 	networks []networkPlan
 	services dnsPlan
-	pools    map[string]struct{}
+	pools    map[string]Pool
 }
 
 // Pools returns the sorted, de-duplicated names of every Metal3 IPAM IPPool
@@ -93,17 +94,33 @@ type Plan struct {
 // fromPoolRef, fromPoolAnnotation), route gateways and DNS servers.
 func (p *Plan) Pools() []string {
 	names := make([]string, 0, len(p.pools))
-	for name := range p.pools {
-		names = append(names, name)
+	for name, pool := range p.pools {
+		if pool.Metal3() {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	return names
 }
 
+// ClusterAPIPools returns, sorted by name, every Cluster API IPAM pool the
+// network data refers to (fromPoolRef of network addresses and route
+// gateways).
+func (p *Plan) ClusterAPIPools() []Pool {
+	var pools []Pool
+	for _, pool := range p.pools {
+		if !pool.Metal3() {
+			pools = append(pools, pool)
+		}
+	}
+	slices.SortFunc(pools, func(a, b Pool) int { return strings.Compare(a.Name, b.Name) })
+	return pools
+}
+
 // Render returns the network_data document as JSON, valid under Ironic's
 // network_data schema. Keys are sorted and list order follows the template,
 // so the same input always yields the same bytes. addresses is keyed by pool
-// name and must hold every pool Pools returns.
+// name and must hold every pool Pools and ClusterAPIPools return.
 func (p *Plan) Render(addresses map[string]Address) ([]byte, error) {
 	doc, err := p.document(addresses)
 	if err != nil {
@@ -122,11 +139,6 @@ type compiler struct {
 	bootMACLink string
 	// hostInterfaceLinks names the links using fromHostInterface, for errors.
 	hostInterfaceLinks []string
-}
-
-func (c *compiler) usePool(name string) string {
-	c.plan.pools[name] = struct{}{}
-	return name
 }
 
 // document fills the plan with the addresses.

@@ -41,6 +41,7 @@ func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
 	}
 	links, nets := linkSpecs(nd.Links), networkSpecs(nd.Networks)
 	v.host = stubHost(links, nets)
+	v.pools = v.compiler()
 	ids, errs := linkErrors(links)
 	v.add(errs...)
 	v.add(networkErrors(nets, ids)...)
@@ -53,6 +54,8 @@ func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
 			_, err := parseAddress(root+".services.dns["+strconv.Itoa(i)+"]", string(a), eitherFamily)
 			v.add(err)
 		}
+		_, err := v.pools.dns(nil, nd.Services.DNSFromIPPool, root+".services", eitherFamily)
+		v.add(err)
 	}
 	v.add(bondParamErrors(o.bondParams, links, true)...)
 	return v.errs
@@ -63,7 +66,11 @@ func ValidateTemplate(nd *capm3.NetworkData, opts ...Option) []*InputError {
 // first one, and each once.
 type templateValidator struct {
 	host Host
-	errs []*InputError
+	// pools is the one compiler of the checks that take addresses from
+	// pools, so that two pools of one name and different kinds are found
+	// across the template.
+	pools *compiler
+	errs  []*InputError
 }
 
 // add keeps the problems among errs that it has not seen, and skips nil;
@@ -79,7 +86,7 @@ func (v *templateValidator) add(errs ...error) {
 
 // compiler is a fresh compiler for one check, so no check sees another's state.
 func (v *templateValidator) compiler() *compiler {
-	return &compiler{host: v.host, plan: &Plan{pools: map[string]struct{}{}}}
+	return &compiler{host: v.host, plan: &Plan{pools: map[string]Pool{}}}
 }
 
 // links checks each link alone (MAC source, vlanID, bond parameters). A link
@@ -97,13 +104,13 @@ func (v *templateValidator) links(links []linkSpec) {
 // route's addresses are checked one by one, so a route reports them all.
 func (v *templateValidator) network(s networkSpec) {
 	if s.static {
-		_, err := v.compiler().addressPool(s)
+		_, err := v.pools.addressPool(s)
 		v.add(err)
 	}
 	for i, r := range s.routes {
 		field := item(s.field+".routes", i, "")
 		v.routeAddresses(r, field, s.ipv4)
-		_, err := v.compiler().route(r, field, s)
+		_, err := v.pools.route(r, field, s)
 		v.add(err)
 	}
 }

@@ -152,10 +152,18 @@ func TestValidateTemplate(t *testing.T) {
 		},
 		// Address, gateway and DNS sources.
 		{
-			name:     "network address from a CAPI IPAM pool",
-			template: net4(`"fromPoolRef": {"name": "capi-pool", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}`),
+			name:     "network address from a pool of an API group that is no IPAM",
+			template: net4(`"fromPoolRef": {"name": "p", "apiGroup": "ipam.example.com", "kind": "ExamplePool"}`),
 			want: []wantErr{{"spec.networkData.networks.ipv4[id=n].fromPoolRef",
-				[]string{`kind "InClusterIPPool" of apiGroup "ipam.cluster.x-k8s.io"`, "refer to a Metal3 IPPool"}}},
+				[]string{`kind "ExamplePool" of apiGroup "ipam.example.com"`, "Cluster API IPAM provider"}}},
+		},
+		{
+			name: "two pools of one name and different kinds, in different networks",
+			template: `{"links": {"ethernets": [` + eth0 + `]}, "networks": {
+				"ipv4": [{"id": "a", "link": "eth0", "fromPoolRef": {"name": "rack", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}}],
+				"ipv6": [{"id": "b", "link": "eth0", "ipAddressFromIPPool": "rack"}]}}`,
+			want: []wantErr{{"spec.networkData.networks.ipv6[id=b].ipAddressFromIPPool",
+				[]string{`refers to IPPool "rack"`, `also takes addresses from InClusterIPPool "rack"`}}},
 		},
 		{
 			name:     "route gateway pool from a Machine annotation",
@@ -274,7 +282,7 @@ func TestValidateTemplate(t *testing.T) {
 					{"type": "phy", "id": "eth0", "macAddress": {"string": "bad"}},
 					{"type": "phy", "id": "eth1", "macAddress": {"fromAnnotation": {"object": "machine", "annotation": "mac"}}}]},
 				"networks": {
-					"ipv4": [{"id": "n", "link": "eth9", "fromPoolRef": {"name": "p", "apiGroup": "ipam.cluster.x-k8s.io"},
+					"ipv4": [{"id": "n", "link": "eth9", "fromPoolRef": {"name": "p", "apiGroup": "ipam.example.com"},
 						"routes": [{"network": "10.0.0.0", "prefix": 33, ` + gw4 + `}, {"network": "10.0.0.1", "prefix": 8, "gateway": {}}]}],
 					"ipv4DHCP": [{"id": "n", "link": "eth0"}]}}`,
 			want: []wantErr{
@@ -282,7 +290,7 @@ func TestValidateTemplate(t *testing.T) {
 				{"spec.networkData.networks.ipv4DHCP[id=n].id", []string{`network id "n" is also used`}},
 				{"spec.networkData.links.ethernets[id=eth0].macAddress.string", []string{`"bad" is not a MAC address`}},
 				{"spec.networkData.links.ethernets[id=eth1].macAddress.fromAnnotation.object", []string{"does not exist before provisioning"}},
-				{"spec.networkData.networks.ipv4[id=n].fromPoolRef", []string{"only Metal3 IPAM IPPools"}},
+				{"spec.networkData.networks.ipv4[id=n].fromPoolRef", []string{`apiGroup "ipam.example.com"`}},
 				{"spec.networkData.networks.ipv4[id=n].routes[0].prefix", []string{"33 is not a valid IPv4 prefix length"}},
 				{"spec.networkData.networks.ipv4[id=n].routes[1].network", []string{"host bits set for prefix 8"}},
 				{"spec.networkData.networks.ipv4[id=n].routes[1].gateway", []string{"has no source"}},
