@@ -27,13 +27,14 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
-// releaseUnused releases the host's claims on pools other than pools,
-// unless networkData (what its Secret holds) still names their address, and
-// the pool entries the backstop wrote for them.
+// releaseUnused releases the host's claims on pools other than pools and
+// clusterAPIPools, unless networkData (what its Secret holds) still names
+// their address, and the pool entries the backstop wrote for them.
 func (m *HostManager) releaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
-	networkData []byte,
+	clusterAPIPools []networkdata.Pool, networkData []byte,
 ) error {
 	if ownership.ConsumedByOthers(host) {
 		// Its OS may run on any of them: BMO gives the OS the
@@ -41,7 +42,10 @@ func (m *HostManager) releaseUnused(ctx context.Context, host *bmov1alpha1.BareM
 		// and no Metal3Data marks them as CAPM3's marks its claims.
 		return nil
 	}
-	if err := m.Claims.ReleaseUnused(ctx, host, pools, networkData); err != nil || m.Preallocations == nil {
+	if err := m.Claims.ReleaseUnused(ctx, host, pools, networkData); err != nil {
+		return err
+	}
+	if err := m.Claims.ReleaseUnusedClusterAPI(ctx, host, clusterAPIPools, networkData); err != nil || m.Preallocations == nil {
 		return err
 	}
 	return m.Preallocations.RemoveUnused(ctx, host, pools, networkData)
@@ -56,7 +60,7 @@ func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.
 	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
 		return nil
 	}
-	if err := m.releaseUnused(ctx, host, nil, nil); err != nil {
+	if err := m.releaseUnused(ctx, host, nil, nil, nil); err != nil {
 		return err
 	}
 	// A claim released while IPAM allocated it leaves its address behind.
@@ -83,19 +87,32 @@ func (m *HostManager) driftWithoutClaims(ctx context.Context, s *hostSetUp) (boo
 	if secret == nil || !isProvisioned(host) || governing.UpdateProvisionedHosts || rerenderRequested(host) {
 		return goOn()
 	}
-	missing, err := m.Claims.Missing(ctx, host, s.pools)
+	missing, err := m.missingPools(ctx, s)
 	if err != nil {
 		return failed(err)
 	}
 	if len(missing) == 0 {
 		return goOn()
 	}
-	message := fmt.Sprintf("%s now takes addresses from IPPool %s, which the host holds none from, but the host is %s: "+
+	message := fmt.Sprintf("%s now takes addresses from %s, which the host holds none from, but the host is %s: "+
 		"its Secret %q is left as it is and no address is claimed (annotate the host %s=true to re-render it once, or set "+
 		"provisionedHostPolicy: Update on a Metal3PreprovisioningTemplate to change provisioned hosts)",
 		governing.Ref, strings.Join(missing, ", "), host.Status.Provisioning.State, secret.Name, preprovv1.RerenderAnnotation)
 	return stopAt(Outcome{Phase: PhaseDrifted, Template: governing.Ref, Message: message,
 		EventType: corev1.EventTypeNormal, Reason: ReasonNetworkDataDrift})
+}
+
+// missingPools names the pools of the plan the host holds no claim on.
+func (m *HostManager) missingPools(ctx context.Context, s *hostSetUp) ([]string, error) {
+	missing, err := m.Claims.Missing(ctx, s.host, s.pools)
+	if err != nil {
+		return nil, err
+	}
+	for i, pool := range missing {
+		missing[i] = networkdata.Metal3PoolKind + " " + pool
+	}
+	clusterAPIMissing, err := m.Claims.MissingClusterAPI(ctx, s.host, s.clusterAPIPools)
+	return append(missing, clusterAPIMissing...), err
 }
 
 // CAPM3NameCollisionMessage is the Warning for a host named like another

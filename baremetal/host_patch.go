@@ -124,7 +124,7 @@ func setUpMessage(ref template.Ref, claims []ipam.PoolState, secretName string, 
 	fmt.Fprintf(&b, "set up from %s:", ref)
 	claimed := make([]string, 0, len(claims))
 	for _, claim := range claims {
-		claimed = append(claimed, fmt.Sprintf("IPClaim %q has %s from IPPool %q;", claim.Claim, claim.Address.IP, claim.Pool))
+		claimed = append(claimed, fmt.Sprintf("%s %q has %s from %s %q;", claim.ClaimKind, claim.Claim, claim.Address.IP, claim.PoolKind, claim.Pool))
 		b.WriteString(" " + claimed[len(claimed)-1])
 	}
 	fmt.Fprintf(&b, " network data in Secret %q; set spec.preprovisioningNetworkDataName", secretName)

@@ -45,9 +45,12 @@ type hostSetUp struct {
 	networkData *capm3.NetworkData
 	// plan is the network data compiled once: it names the pools to claim
 	// from, and renders once their addresses are there.
-	plan     *networkdata.Plan
-	pools    []string
-	secret   *corev1.Secret
+	plan *networkdata.Plan
+	// pools are the Metal3 IPPools of the plan, clusterAPIPools its Cluster
+	// API IPAM pools.
+	pools           []string
+	clusterAPIPools []networkdata.Pool
+	secret          *corev1.Secret
 	claims   []ipam.PoolState
 	rendered []byte
 }
@@ -120,20 +123,25 @@ func (m *HostManager) compileNetworkData(ctx context.Context, s *hostSetUp) (boo
 	if err != nil {
 		return stopAt(m.fail(ctx, s.host, PhaseFailed, s.governing.Ref, ReasonRenderFailed, fmt.Sprintf("%s: %v", s.governing.Ref, err)))
 	}
-	s.networkData, s.plan, s.pools = networkData, plan, plan.Pools()
+	s.networkData, s.plan, s.pools, s.clusterAPIPools = networkData, plan, plan.Pools(), plan.ClusterAPIPools()
 	return goOn()
 }
 
 // claimAddresses makes sure the host has a claim on each pool, and stops it
 // while IPAM has not served one (waiting) or when a claim needs a fix.
 func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
-	if len(s.pools) == 0 {
+	if len(s.pools) == 0 && len(s.clusterAPIPools) == 0 {
 		return goOn()
 	}
 	states, err := m.Claims.Ensure(ctx, s.host, s.pools, &m.writes)
 	if err != nil {
 		return failed(err)
 	}
+	clusterAPIStates, err := m.Claims.EnsureClusterAPI(ctx, s.host, s.clusterAPIPools, &m.writes)
+	if err != nil {
+		return failed(err)
+	}
+	states = append(states, clusterAPIStates...)
 	var waiting, failures []string
 	var retryAfter time.Duration
 	for _, state := range states {
@@ -224,7 +232,7 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, s *hostSetUp) (bool
 
 // releaseUnusedClaims releases the claims the Secret no longer uses.
 func (m *HostManager) releaseUnusedClaims(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
-	if err := m.releaseUnused(ctx, s.host, s.pools, s.rendered); err != nil {
+	if err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, s.rendered); err != nil {
 		return failed(err)
 	}
 	return goOn()

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,6 +57,9 @@ import (
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses;ippools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ipaddresses,verbs=patch;delete
 // +kubebuilder:rbac:groups=ipam.metal3.io,resources=ippools,verbs=patch
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddresses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=*,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments,verbs=get;list;watch
@@ -122,6 +126,8 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedAddress), builder.WithPredicates(addressDeleted)).
+		Watches(&capipamv1.IPAddressClaim{}, toOwningHost).
+		Watches(&capipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forClusterAPIAddress)).
 		Watches(&corev1.Secret{}, toOwningHost)
 	// A management cluster may run another control plane provider than
 	// Kubeadm's; then no KubeadmControlPlane references a template.

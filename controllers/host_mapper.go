@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -114,11 +115,32 @@ func (m *hostMapper) forAddress(ctx context.Context, obj client.Object) []reconc
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: address.Namespace, Name: host}}}
 	}
+	return hostsOwning(claim)
+}
+
+// hostsOwning maps a claim to the hosts that own it.
+func hostsOwning(claim client.Object) []reconcile.Request {
 	var requests []reconcile.Request
 	for _, host := range ownership.HostOwners(claim) {
-		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: host}})
+		requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.GetNamespace(), Name: host}})
 	}
 	return requests
+}
+
+// forClusterAPIAddress maps a Cluster API IPAddress to the hosts owning the
+// IPAddressClaim it was allocated to: the provider writes the address before
+// the claim's status.addressRef, and the cache may show them in either order.
+func (m *hostMapper) forClusterAPIAddress(ctx context.Context, obj client.Object) []reconcile.Request {
+	address, ok := obj.(*capipamv1.IPAddress)
+	if !ok || address.Spec.ClaimRef.Name == "" {
+		return nil
+	}
+	claim := &capipamv1.IPAddressClaim{}
+	if err := m.client.Get(ctx, client.ObjectKey{Namespace: address.Namespace, Name: address.Spec.ClaimRef.Name}, claim); err != nil {
+		// The claim's own events bring its host.
+		return nil
+	}
+	return hostsOwning(claim)
 }
 
 // forMachineTemplateUser maps a MachineDeployment or KubeadmControlPlane to

@@ -55,6 +55,10 @@ func ClaimName(hostName, poolName string) string {
 type PoolState struct {
 	Pool  string
 	Claim string
+	// PoolKind and ClaimKind tell the families apart: IPPool and IPClaim for
+	// Metal3 IPAM, the provider's pool kind and IPAddressClaim for Cluster
+	// API IPAM.
+	PoolKind, ClaimKind string
 	// Address is set once IPAM has allocated an address for the claim.
 	Address *networkdata.Address
 	// Waiting says why the address is not there yet, when it will come
@@ -92,6 +96,16 @@ type Claims struct {
 // kindIPClaim is the kind of our claims in the writes store.
 const kindIPClaim = "IPClaim"
 
+// nameTooLong fails a state whose claim name the API server would refuse.
+func (s *PoolState) nameTooLong() bool {
+	if len(s.Claim) <= validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	s.Failed = fmt.Sprintf("the %s of this host on %s %q would be named %q (%d characters), over the limit of %d: "+
+		"shorten the host's or the pool's name", s.ClaimKind, s.PoolKind, s.Pool, s.Claim, len(s.Claim), validation.DNS1123SubdomainMaxLength)
+	return true
+}
+
 // Ensure makes sure the host has one claim on each pool and returns, pool by
 // pool, its address or why there is none yet. It records the claims it
 // creates in writes, and does not create again a claim there that the cache
@@ -111,10 +125,8 @@ func (c *Claims) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, po
 
 func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, poolName string, writes *expectations.Writes,
 ) (PoolState, error) {
-	state := PoolState{Pool: poolName, Claim: ClaimName(host.Name, poolName)}
-	if len(state.Claim) > validation.DNS1123SubdomainMaxLength {
-		state.Failed = fmt.Sprintf("the IPClaim of this host on IPPool %q would be named %q (%d characters), over the limit of %d: "+
-			"shorten the host's or the pool's name", poolName, state.Claim, len(state.Claim), validation.DNS1123SubdomainMaxLength)
+	state := PoolState{Pool: poolName, Claim: ClaimName(host.Name, poolName), PoolKind: networkdata.Metal3PoolKind, ClaimKind: kindIPClaim}
+	if state.nameTooLong() {
 		return state, nil
 	}
 

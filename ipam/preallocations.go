@@ -74,7 +74,8 @@ type entryBatch struct {
 // with the same address stays theirs.
 func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, states []PoolState) error {
 	for _, state := range states {
-		if state.Address == nil {
+		// Only Metal3 IPPools have spec.preAllocations.
+		if state.Address == nil || state.ClaimKind == kindIPAddressClaim {
 			continue
 		}
 		poolKey := client.ObjectKey{Namespace: host.Namespace, Name: state.Pool}

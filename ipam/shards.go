@@ -26,6 +26,7 @@ import (
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,10 +59,16 @@ func shardOf(obj metav1.Object) string {
 	return fmt.Sprintf("%s=%s", clusterv1.WatchLabel, value)
 }
 
-// metadataOf reads an object's metadata from the API server.
+// metadataOf reads the metadata of a Metal3 IPAM object from the API server.
 func metadataOf(ctx context.Context, reader client.Reader, kind string, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
+	return metadataOfKind(ctx, reader, ipamv1.GroupVersion.WithKind(kind), key)
+}
+
+// metadataOfKind reads an object's metadata from the API server.
+func metadataOfKind(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key client.ObjectKey,
+) (*metav1.PartialObjectMetadata, error) {
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(ipamv1.GroupVersion.WithKind(kind))
+	obj.SetGroupVersionKind(gvk)
 	return obj, reader.Get(ctx, key, obj)
 }
 

@@ -36,8 +36,8 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 )
 
-// Sweeper releases what deleted hosts left behind: our claims whose owners
-// are all gone, the IPAddresses IPAM left behind such claims, and our
+// Sweeper releases what deleted hosts left behind: our claims (IPClaims and
+// IPAddressClaims) whose owners are all gone, the IPAddresses IPAM left behind such claims, and our
 // spec.preAllocations entries of hosts that are gone.
 // The garbage collector already deletes such claims through their owner
 // references; the sweep is the belt to those braces, run when a host is
@@ -55,6 +55,9 @@ type Sweeper struct {
 // Sweep sweeps one namespace or, with "", all.
 func (s *Sweeper) Sweep(ctx context.Context, namespace string) error {
 	if err := s.sweepClaims(ctx, namespace); err != nil {
+		return err
+	}
+	if err := s.sweepAddressClaims(ctx, namespace); err != nil {
 		return err
 	}
 	if err := s.sweepAddresses(ctx, namespace); err != nil {
@@ -75,7 +78,7 @@ func (s *Sweeper) sweepClaims(ctx context.Context, namespace string) error {
 	}
 	for i := range claims.Items {
 		claim := &claims.Items[i]
-		deleted, err := deleteAsDecided(ctx, s.Client, s.APIReader, claim, s.orphaned)
+		deleted, err := deleteAsDecided(ctx, s.Client, s.APIReader, claim, orphanedOf[*ipamv1.IPClaim](s))
 		if err != nil {
 			return fmt.Errorf("deleting IPClaim %s/%s of a deleted host: %w", claim.Namespace, claim.Name, err)
 		}
@@ -215,20 +218,25 @@ func restoreFinalizer(ctx context.Context, c client.Client, address *ipamv1.IPAd
 }
 
 // orphaned is true for a claim of a deleted host that nothing else keeps.
-func (s *Sweeper) orphaned(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
-	if !claim.DeletionTimestamp.IsZero() {
+func (s *Sweeper) orphaned(ctx context.Context, claim client.Object) (bool, error) {
+	if claim.GetDeletionTimestamp() != nil {
 		return false, nil
 	}
 	return s.allOwnersGone(ctx, claim)
 }
 
+// orphanedOf is orphaned for the claim type deleteAsDecided works on.
+func orphanedOf[T client.Object](s *Sweeper) func(context.Context, T) (bool, error) {
+	return func(ctx context.Context, claim T) (bool, error) { return s.orphaned(ctx, claim) }
+}
+
 // allOwnersGone is true for a claim with a host owner when none of its
 // host and Metal3Data owners exists any more.
-func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
+func (s *Sweeper) allOwnersGone(ctx context.Context, claim client.Object) (bool, error) {
 	if len(ownership.HostOwners(claim)) == 0 {
 		return false, nil
 	}
-	for _, ref := range claim.OwnerReferences {
+	for _, ref := range claim.GetOwnerReferences() {
 		var owner client.Object
 		switch {
 		case ownership.IsHost(ref):
@@ -239,9 +247,9 @@ func (s *Sweeper) allOwnersGone(ctx context.Context, claim *ipamv1.IPClaim) (boo
 			// An owner we do not know keeps the claim.
 			return false, nil
 		}
-		exists, err := s.exists(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, owner, ref.UID)
+		exists, err := s.exists(ctx, client.ObjectKey{Namespace: claim.GetNamespace(), Name: ref.Name}, owner, ref.UID)
 		if err != nil {
-			return false, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, claim.Namespace, ref.Name, err)
+			return false, fmt.Errorf("getting %s %s/%s: %w", ref.Kind, claim.GetNamespace(), ref.Name, err)
 		}
 		if exists {
 			return false, nil

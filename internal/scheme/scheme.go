@@ -27,20 +27,22 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 )
 
 // New returns a scheme with Kubernetes' built-in kinds, BMO's, CAPM3's
-// (v1beta2, the stored version), Metal3 IPAM's, ours, CAPI's core kinds and
-// a view of KubeadmControlPlane.
+// (v1beta2, the stored version), Metal3 IPAM's, ours, CAPI's core and IPAM
+// kinds and a view of KubeadmControlPlane.
 func New() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(bmov1alpha1.AddToScheme(scheme))
 	utilruntime.Must(capm3.AddToScheme(scheme))
 	utilruntime.Must(ipamv1.AddToScheme(scheme))
+	utilruntime.Must(capipamv1.AddToScheme(scheme))
 	utilruntime.Must(preprovv1.AddToScheme(scheme))
 	// Read for the infrastructure templates they reference, never written.
 	utilruntime.Must(clusterv1.AddToScheme(scheme))
