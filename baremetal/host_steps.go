@@ -51,8 +51,8 @@ type hostSetUp struct {
 	pools           []string
 	clusterAPIPools []networkdata.Pool
 	secret          *corev1.Secret
-	claims   []ipam.PoolState
-	rendered []byte
+	claims          []ipam.PoolState
+	rendered        []byte
 }
 
 // setUpStep is one step of a host's set-up, as the phases of Cluster API's
