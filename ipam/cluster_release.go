@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
@@ -42,9 +41,13 @@ import (
 func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []networkdata.Pool,
 	networkData []byte,
 ) error {
+	// Read without a copy, and never changed: only the host's are copied.
+	// The host's claims are named after pools of any kind, so they are
+	// found by owner; a namespace of Metal3 IPAM only has none to read.
 	claims := &capipamv1.IPAddressClaimList{}
-	if err := c.Client.List(ctx, claims, client.InNamespace(host.Namespace), client.MatchingFields{index.ClaimHostField: host.Name}); err != nil {
-		return fmt.Errorf("listing the IPAddressClaims of the host: %w", err)
+	if err := c.Client.List(ctx, claims, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		return fmt.Errorf("listing our IPAddressClaims: %w", err)
 	}
 	unused := func(ctx context.Context, claim *capipamv1.IPAddressClaim) (bool, error) {
 		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() ||
@@ -55,7 +58,10 @@ func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.
 		return !referenced, err
 	}
 	for i := range claims.Items {
-		claim := &claims.Items[i]
+		if !ownership.OwnedByHost(&claims.Items[i], host) {
+			continue
+		}
+		claim := claims.Items[i].DeepCopy()
 		deleted, err := deleteAsDecided(ctx, c.Client, c.apiReader(), claim, unused)
 		if err != nil {
 			return fmt.Errorf("releasing IPAddressClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
