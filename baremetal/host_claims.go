@@ -109,7 +109,7 @@ func (m *HostManager) missingPools(ctx context.Context, s *hostSetUp) ([]string,
 		return nil, err
 	}
 	for i, pool := range missing {
-		missing[i] = networkdata.Metal3PoolKind + " " + pool
+		missing[i] = networkdata.Pool{Name: pool, Kind: networkdata.Metal3PoolKind}.String()
 	}
 	clusterAPIMissing, err := m.Claims.MissingClusterAPI(ctx, s.host, s.clusterAPIPools)
 	return append(missing, clusterAPIMissing...), err

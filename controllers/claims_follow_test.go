@@ -126,7 +126,7 @@ func TestProvisionedHostReportingDriftClaimsNoNewPool(t *testing.T) {
 
 	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
 	note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataDrift)
-	assert.Contains(t, note, `IPPool new, which the host holds none from`)
+	assert.Contains(t, note, `IPPool "new", which the host holds none from`)
 	assert.True(t, claimGone(ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
 	assert.NotNil(t, claimOf(t, ns, "node-0-old").Status.Address)
 	assert.Equal(t, before, readNetworkData(t, ns, "node-0"))
