@@ -33,9 +33,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -194,7 +196,9 @@ func TestPluginExplains(t *testing.T) {
 		},
 		want: plugin.SituationSetUp,
 		says: []string{"set up from Metal3MachineTemplate/workers", "Normal  PreprovisioningNetworkDataSet: set up from",
-			"labels: preprovisioning.metal3.io/managed=true,role=worker"},
+			"labels: preprovisioning.metal3.io/managed=true,role=worker",
+			"Addresses (the host's claims on the pools of its template):\n  IPClaim worker-0-provisioning on IPPool provisioning: 192.0.2.",
+			"When CAPM3 provisions the host it uses this IPClaim", "so the OS keeps this address"},
 	}, {
 		name: "inspection stalls",
 		setUp: func(t *testing.T, ns string) string {
@@ -421,4 +425,101 @@ func controllerAgrees(c *assert.CollectT, situation plugin.Situation, host *bmov
 		assert.Equal(c, reason[situation], standing.Reason, "the problem the controller recorded on the host")
 		assert.Equal(c, situation == plugin.SituationStalled, standing.InspectionStalled)
 	}
+}
+
+// manualPool is a Cluster API IPAM pool kind no provider of the suite
+// serves: the tests play its provider by hand.
+var manualPool = capm3.IPPoolReference{Name: "rack1", APIGroup: "ipam.cluster.x-k8s.io", Kind: "ManualIPPool"}
+
+// clusterAPINetworkData takes the address and gateway of its one network
+// from a Cluster API IPAM pool, and no DNS servers (dnsFromIPPool names
+// only Metal3 IPPools).
+func clusterAPINetworkData(pool capm3.IPPoolReference) *capm3.NetworkData {
+	networkData := fixtures.PoolNetworkData("unused")
+	network := &networkData.Networks.IPv4[0]
+	network.IPAddressFromIPPool, network.FromPoolRef = "", pool
+	network.Routes[0].Gateway = capm3.NetworkGatewayv4{FromPoolRef: pool}
+	network.Routes[0].Services = nil
+	return networkData
+}
+
+// serveAddressClaim does what a Cluster API IPAM provider does for a claim:
+// an IPAddress owned by the claim, named in the claim's status.addressRef,
+// and the claim Ready.
+func serveAddressClaim(t *testing.T, ns, name, ip string) {
+	t.Helper()
+	ctx := context.Background()
+	claim := &capipamv1.IPAddressClaim{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, claim))
+	}, waitTimeout, pollInterval)
+	create(t, &capipamv1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: capipamv1.GroupVersion.String(), Kind: "IPAddressClaim", Name: claim.Name, UID: claim.UID,
+		}}},
+		Spec: capipamv1.IPAddressSpec{
+			ClaimRef: capipamv1.IPAddressClaimReference{Name: claim.Name},
+			PoolRef:  claim.Spec.PoolRef,
+			Address:  ip, Prefix: ptr.To(int32(24)), Gateway: "10.0.0.1",
+		},
+	})
+	claim.Status.AddressRef = capipamv1.IPAddressReference{Name: name}
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{Type: capipamv1.IPAddressClaimReadyCondition,
+		Status: metav1.ConditionTrue, Reason: "Allocated"})
+	require.NoError(t, k8sClient.Status().Update(ctx, claim))
+}
+
+// TestPluginClusterAPIPool renders and explains a host whose template takes
+// its address from a Cluster API IPAM pool: the controller's IPAddressClaim
+// as it stands, an address of one's choice with its prefix and gateway,
+// and, once the provider served the claim, what the controller wrote and
+// what becomes of the address when CAPM3 provisions the host.
+func TestPluginClusterAPIPool(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	racked := map[string]string{"rack": "r1"}
+	create(t, fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, clusterAPINetworkData(manualPool)),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked))
+	claimLine := "IPAddressClaim node-0-rack1 on ManualIPPool rack1: "
+
+	// No API serves the pool's kind: the controller's message, with the fix.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out, err := runPlugin(t, "render", "node-0", "-n", ns)
+		require.ErrorContains(c, err, `no API of the cluster serves kind "ManualIPPool" of apiGroup ipam.cluster.x-k8s.io`)
+		assert.Contains(c, out, claimLine+"failed: no API of the cluster serves kind")
+	}, waitTimeout, pollInterval)
+	out, err := runPlugin(t, "explain", "node-0", "-n", ns)
+	require.NoError(t, err)
+	assert.Contains(t, out, "BareMetalHost "+ns+"/node-0: "+string(plugin.SituationClaimFailed))
+	assert.Contains(t, out, "install the Cluster API IPAM provider of ManualIPPool")
+
+	// An address of one's choice needs the prefix the provider would write.
+	_, err = runPlugin(t, "render", "node-0", "-n", ns, "--address", "rack1=10.0.0.5")
+	require.ErrorContains(t, err, `the prefix of an address of ManualIPPool "rack1" is its provider's`)
+	require.ErrorContains(t, err, "rack1=10.0.0.5/<prefix>[,<gateway>]")
+	out, err = runPlugin(t, "render", "node-0", "-n", ns, "--address", "rack1=10.0.0.5/24,10.0.0.1")
+	require.NoError(t, err)
+	assert.Contains(t, out, claimLine+"10.0.0.5/24, gateway 10.0.0.1")
+	assert.Contains(t, out, `"ip_address": "10.0.0.5"`)
+	assert.Contains(t, out, `"gateway": "10.0.0.1"`)
+
+	serveAddressClaim(t, ns, "node-0-rack1", "10.0.0.7")
+	waitForNetworkData(t, ns, "node-0")
+	secret := &corev1.Secret{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: baremetal.NetworkDataSecretName("node-0")}, secret))
+	out, err = runPlugin(t, "render", "node-0", "-n", ns, "-o", "networkdata")
+	require.NoError(t, err)
+	assert.Equal(t, string(secret.Data[preprovv1.NetworkDataKey])+"\n", out)
+	out, err = runPlugin(t, "render", "node-0", "-n", ns)
+	require.NoError(t, err)
+	assert.Contains(t, out, claimLine+"10.0.0.7/24, gateway 10.0.0.1\n")
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out, err := runPlugin(t, "explain", "node-0", "-n", ns)
+		require.NoError(c, err)
+		assert.Contains(c, out, "BareMetalHost "+ns+"/node-0: "+string(plugin.SituationSetUp))
+		assert.Contains(c, out, "Addresses (the host's claims on the pools of its template):\n  "+claimLine+"10.0.0.7/24, gateway 10.0.0.1\n")
+		assert.Contains(c, out, "the OS gets CAPM3's own IPAddressClaim <Metal3Data>-rack1 on ManualIPPool rack1, so its address may differ")
+		assert.Contains(c, out, "this claim stays for the host's lifetime")
+	}, waitTimeout, pollInterval)
 }

@@ -81,6 +81,9 @@ type Explanation struct {
 	Warnings []string
 	// Writes are what the controller would write on its next reconcile.
 	Writes []string
+	// Addresses are the host's claims on the pools of its template, with
+	// their addresses, when a template governs the host.
+	Addresses []ipam.PoolState
 	// Templates are the namespace's templates and what they select, when
 	// none selects the host.
 	Templates []string
@@ -133,7 +136,40 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 	if outcome.Phase == baremetal.PhaseNoTemplate {
 		result.Templates, err = templateSelectors(ctx, templates, host.Namespace)
 	}
+	if err == nil && outcome.Phase != baremetal.PhaseIgnored && outcome.Template.Name != "" {
+		result.Addresses, err = addressesOfHost(ctx, o, live, templates, host)
+	}
 	return result, err
+}
+
+// addressesOfHost reads the host's claims on the pools of its template with
+// the controller's claim code, as render does, with writes of its own that
+// are dropped: the reconcile above already recorded them.
+func addressesOfHost(ctx context.Context, o *Options, live client.WithWatch, templates *baremetal.Templates,
+	host *bmov1alpha1.BareMetalHost,
+) ([]ipam.PoolState, error) {
+	recorder := &writeRecorder{scheme: o.scheme}
+	claims := &ipam.Claims{Client: recorder.client(live)}
+	rendered, err := preview(ctx, templates, clusterClaims(claims, live, recorder, nil), host)
+	if err != nil {
+		return nil, err
+	}
+	return rendered.Claims, nil
+}
+
+// whyAddress says what becomes of a pre-provisioning claim's address when
+// CAPM3 provisions the host.
+func whyAddress(claim ipam.PoolState) string {
+	if claim.ClaimKind == clusterAPIClaimKind {
+		// CAPM3's DataManager.ensureIPClaim names its IPAddressClaim after
+		// the Metal3Data and looks for no other.
+		return fmt.Sprintf("The ramdisk's address. When CAPM3 provisions the host, the OS gets CAPM3's own IPAddressClaim "+
+			"<Metal3Data>-%s on %s %s, so its address may differ from this one; this claim stays for the host's lifetime "+
+			"(the ramdisk boots again at deprovisioning and cleaning) and goes when the host is deleted or its template stops "+
+			"using the pool", claim.Pool, claim.PoolKind, claim.Pool)
+	}
+	return fmt.Sprintf("The ramdisk's address. When CAPM3 provisions the host it uses this IPClaim (it looks for <Metal3Data>-%s, "+
+		"then %s, and the controller makes the Metal3Data an owner of it), so the OS keeps this address", claim.Pool, claim.Claim)
 }
 
 // heldByClusterAPI tells why a host that Cluster API holds is left alone

@@ -60,7 +60,7 @@ func printPreview(out io.Writer, p *Preview) error {
 	if len(p.Claims) > 0 {
 		w.printf("IP claims:\n")
 		for _, claim := range p.Claims {
-			w.printf("  IPClaim %s on IPPool %s: %s\n", claim.Claim, claim.Pool, claimState(claim))
+			w.printf("  %s: %s\n", claimAndPool(claim), claimState(claim))
 		}
 	}
 	for _, write := range p.Writes {
@@ -76,6 +76,12 @@ func printPreview(out io.Writer, p *Preview) error {
 		w.printf("No network data: %s\n", p.Problem)
 	}
 	return w.err
+}
+
+// claimAndPool names a claim and its pool with their kinds:
+// "IPClaim worker-0-provisioning on IPPool provisioning".
+func claimAndPool(claim ipam.PoolState) string {
+	return fmt.Sprintf("%s %s on %s %s", claim.ClaimKind, claim.Claim, claim.PoolKind, claim.Pool)
 }
 
 func claimState(claim ipam.PoolState) string {
@@ -118,6 +124,13 @@ func printExplanation(out io.Writer, e *Explanation) error {
 	w.printf("  labels: %s\n", orNone(labels.Set(host.Labels).String()))
 	for _, line := range e.Recorded {
 		w.printf("  %s\n", line)
+	}
+	if len(e.Addresses) > 0 {
+		w.printf("Addresses (the host's claims on the pools of its template):\n")
+		for _, claim := range e.Addresses {
+			w.printf("  %s: %s\n", claimAndPool(claim), claimState(claim))
+			w.printf("    %s\n", whyAddress(claim))
+		}
 	}
 	if len(e.Events) > 0 {
 		w.printf("Events from capm3-preprov (latest last):\n")

@@ -53,8 +53,10 @@ type Preview struct {
 	Problem string
 }
 
-// claimSource gives the host's address on each pool.
-type claimSource func(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) ([]ipam.PoolState, []string, error)
+// claimSource gives the host's address on each pool: its Metal3 IPPools,
+// then its Cluster API IPAM pools.
+type claimSource func(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string, clusterAPIPools []networkdata.Pool,
+) ([]ipam.PoolState, []string, error)
 
 // preview renders a host's network data as the controller would, with the
 // addresses the claims give. It returns an error only when reading fails; a
@@ -81,14 +83,15 @@ func preview(ctx context.Context, templates *baremetal.Templates, claims claimSo
 		result.Problem = fmt.Sprintf("%s: %v", source.Ref, err)
 		return result, nil
 	}
-	if result.Claims, result.Writes, err = claims(ctx, host, plan.Pools()); err != nil {
+	if result.Claims, result.Writes, err = claims(ctx, host, plan.Pools(), plan.ClusterAPIPools()); err != nil {
 		return nil, err
 	}
 	addresses, missing := addressesOf(result.Claims)
 	if len(missing) > 0 {
 		result.Problem = strings.Join(missing, "; ")
 		if !strings.Contains(result.Problem, "--address") {
-			result.Problem += " (--address <pool>=<IP> renders with an address of your choice)"
+			result.Problem += " (--address <pool>=<IP> renders with an address of your choice; " +
+				"<pool>=<IP>/<prefix>[,<gateway>] for a Cluster API IPAM pool)"
 		}
 		return result, nil
 	}

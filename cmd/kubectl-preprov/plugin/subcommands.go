@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -48,7 +47,8 @@ func newRenderCommand(o *Options) *cobra.Command {
 		Long: "render prints the template that governs the host, its IP claims (those it has and those the controller " +
 			"would make) with their pools and addresses, and the network data document its Secret would hold.\n\n" +
 			"With -f it works from files alone, without a cluster: a Metal3MachineTemplate and its Metal3DataTemplate " +
-			"or a Metal3PreprovisioningTemplate, the BareMetalHost, and the IPPools the --address values come from. " +
+			"or a Metal3PreprovisioningTemplate, the BareMetalHost, and the Metal3 IPPools the --address values come from " +
+			"(the address of a Cluster API IPAM pool is given with its prefix and gateway). " +
 			"A template the admission webhook would refuse is refused with the webhook's message.",
 		Example: "  kubectl preprov render worker-0 -n metal3\n" +
 			"  kubectl preprov render -f template.yaml -f host.yaml -f ippool.yaml --address provisioning=192.168.111.100 -o networkdata",
@@ -85,7 +85,8 @@ func newRenderCommand(o *Options) *cobra.Command {
 		},
 	}
 	command.Flags().StringArrayVarP(&files, "filename", "f", nil, "a file or folder of objects to render from instead of the cluster (\"-\": standard input); repeat it")
-	command.Flags().StringArrayVar(&addresses, "address", nil, "the address of the host on a pool, <IPPool>=<IP>, for a pool it has no address from yet; repeat it")
+	command.Flags().StringArrayVar(&addresses, "address", nil, "the address of the host on a pool it has no address from yet: <IPPool>=<IP> for a Metal3 IPPool, "+
+		"<pool>=<IP>/<prefix>[,<gateway>] for a Cluster API IPAM pool; repeat it")
 	command.Flags().StringVarP(&output, "output", "o", "", `"networkdata": print only the document`)
 	return command
 }
@@ -111,7 +112,7 @@ func printRendered(out io.Writer, output string, result *Preview) error {
 
 // renderCluster renders a host of the cluster: its claims are the
 // controller's claim code run with its writes recorded.
-func (o *Options) renderCluster(ctx context.Context, key client.ObjectKey, given map[string]netip.Addr) (*Preview, error) {
+func (o *Options) renderCluster(ctx context.Context, key client.ObjectKey, given map[string]givenAddress) (*Preview, error) {
 	live, err := o.client()
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func (o *Options) renderCluster(ctx context.Context, key client.ObjectKey, given
 }
 
 // renderFiles renders a host from files alone.
-func (o *Options) renderFiles(ctx context.Context, files []string, namespace, hostName string, given map[string]netip.Addr,
+func (o *Options) renderFiles(ctx context.Context, files []string, namespace, hostName string, given map[string]givenAddress,
 ) (*Preview, error) {
 	objects, err := newObjectFiles(o.scheme)
 	if err != nil {
