@@ -98,6 +98,42 @@ spec:
 `
 )
 
+// clusterAPITemplateYAML takes the address and gateway from a Cluster API
+// IPAM pool, whose file kubectl preprov does not need.
+const clusterAPITemplateYAML = `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: Metal3PreprovisioningTemplate
+metadata:
+  name: rack-r1
+spec:
+  hostSelector: {matchLabels: {rack: r1}}
+  networkData:
+    links:
+      ethernets:
+        - {type: phy, id: eth0, macAddress: {fromHostInterface: eth0}}
+    networks:
+      ipv4:
+        - id: provisioning
+          link: eth0
+          fromPoolRef: {name: rack1, apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool}
+          routes:
+            - {network: 0.0.0.0, prefix: 0, gateway: {fromPoolRef: {name: rack1, apiGroup: ipam.cluster.x-k8s.io, kind: InClusterIPPool}}}
+`
+
+func TestRenderFromFilesClusterAPIPool(t *testing.T) {
+	args := append([]string{"render", "--address", "rack1=10.0.0.5/24,10.0.0.1"}, writeFiles(t, clusterAPITemplateYAML, host)...)
+	out, err := run(t, args...)
+	require.NoError(t, err)
+	for _, line := range []string{
+		"IPAddressClaim node-0-rack1 on InClusterIPPool rack1: 10.0.0.5/24, gateway 10.0.0.1\n",
+		`"ip_address": "10.0.0.5"`,
+		`"netmask": "255.255.255.0"`,
+		`"gateway": "10.0.0.1"`,
+	} {
+		assert.Contains(t, out, line)
+	}
+	assert.NotContains(t, out, `"type": "dns"`, "a Cluster API IPAM pool gives no DNS servers")
+}
+
 func TestRenderFromFiles(t *testing.T) {
 	args := append([]string{"render", "-o", "networkdata", "--address", "provisioning=192.0.2.15"}, writeFiles(t, templateYAML, host, pool)...)
 	out, err := run(t, args...)
@@ -193,7 +229,21 @@ metadata: {name: old}
 		name:      "a malformed address",
 		documents: []string{templateYAML, host, pool},
 		args:      []string{"--address", "provisioning:192.0.2.15"},
-		want:      []string{`--address "provisioning:192.0.2.15": write it as <IPPool name>=<IP address>`},
+		want:      []string{`--address "provisioning:192.0.2.15": write it as <pool name>=<IP address>`},
+	}, {
+		name:      "a prefix for a Metal3 IPPool, which has its own",
+		documents: []string{templateYAML, host, pool},
+		args:      []string{"--address", "provisioning=192.0.2.15/24"},
+		want:      []string{`the prefix and gateway of an address of IPPool "provisioning" are the pool's; give the IP alone, provisioning=192.0.2.15`},
+	}, {
+		name:      "no prefix for a Cluster API IPAM pool",
+		documents: []string{clusterAPITemplateYAML, host},
+		args:      []string{"--address", "rack1=10.0.0.5"},
+		want:      []string{`the prefix of an address of InClusterIPPool "rack1" is its provider's`, "rack1=10.0.0.5/<prefix>[,<gateway>]"},
+	}, {
+		name:      "no address for a Cluster API IPAM pool",
+		documents: []string{clusterAPITemplateYAML, host},
+		want:      []string{`no address given for InClusterIPPool "rack1": pass --address rack1=<IP>/<prefix>[,<gateway>]`},
 	}, {
 		name:      "no address",
 		documents: []string{templateYAML, host, pool},
