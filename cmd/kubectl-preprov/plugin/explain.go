@@ -178,12 +178,12 @@ func whyAddress(claim ipam.PoolState) string {
 func heldByClusterAPI(host *bmov1alpha1.BareMetalHost) (Situation, string, string) {
 	if _, moving := host.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moving {
 		return SituationBeingMoved, fmt.Sprintf("clusterctl move copied the host to its target cluster and is deleting it here "+
-				"(annotation %s): the controller leaves the host, its Secret and its IPClaims as they are", clusterctlv1.DeleteForMoveAnnotation),
+				"(annotation %s): the controller leaves the host, its Secret and its claims as they are", clusterctlv1.DeleteForMoveAnnotation),
 			"nothing: the manager on the target cluster takes the host over as it is"
 	}
 	return SituationPausedByCAPI, fmt.Sprintf("the host is paused by Cluster API (annotation %s, which holds every Cluster API "+
 			"controller off an object, for example around a clusterctl move): the controller leaves the host, its Secret and its "+
-			"IPClaims as they are, whatever changes meanwhile", clusterv1.PausedAnnotation),
+			"claims as they are, whatever changes meanwhile", clusterv1.PausedAnnotation),
 		fmt.Sprintf("remove the annotation %s when the hold is over; the controller then catches up with what changed meanwhile",
 			clusterv1.PausedAnnotation)
 }
@@ -229,7 +229,8 @@ func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, write
 	case baremetal.PhaseWaiting:
 		if outcome.Waiting == baremetal.WaitingForIPAM {
 			return SituationWaitingForIPAM, outcome.Message,
-				"check that Metal3 IPAM runs and serves the pool: a pool with spec.clusterName is served only once that Cluster exists"
+				"check that Metal3 IPAM runs and serves the pool (for a Cluster API IPAM pool: the provider of its kind): " +
+					"a Metal3 IPPool with spec.clusterName is served only once that Cluster exists"
 		}
 		return SituationWaiting, outcome.Message, "nothing: the host moves on by itself"
 	case baremetal.PhaseReady:
@@ -282,7 +283,8 @@ func failed(outcome baremetal.Outcome) (Situation, string, string) {
 		return SituationRenderFailed, outcome.Message, "fix the template or the host as the message says " +
 			"(check a template before applying it with kubectl preprov render -f)"
 	case baremetal.ReasonIPClaimFailed:
-		return SituationClaimFailed, outcome.Message, "grow the pool (spec.pools) or free one of its addresses, or fix the claim the message names"
+		return SituationClaimFailed, outcome.Message, "grow the pool or free one of its addresses, or fix what the message names " +
+			"(the pool, its kind, or a claim of another owner)"
 	}
 	return SituationFailed, outcome.Message, "as the message says"
 }
