@@ -19,6 +19,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,7 +117,8 @@ func TestPluginRendersWhatTheControllerWrote(t *testing.T) {
 	}
 }
 
-// hostAddresses returns the host's address on each pool, from its claims.
+// hostAddresses returns the host's address on each pool, from its claims,
+// as --address takes it.
 func hostAddresses(t *testing.T, ns, host string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -130,6 +132,21 @@ func hostAddresses(t *testing.T, ns, host string) map[string]string {
 		address := &ipamv1.IPAddress{}
 		require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.Status.Address.Name}, address))
 		addresses[claim.Spec.Pool.Name] = string(address.Spec.Address)
+	}
+	// A Cluster API IPAM pool's address comes with its prefix and gateway.
+	clusterClaims := &capipamv1.IPAddressClaimList{}
+	require.NoError(t, k8sClient.List(ctx, clusterClaims, client.InNamespace(ns)))
+	for _, claim := range clusterClaims.Items {
+		if len(claim.OwnerReferences) == 0 || claim.OwnerReferences[0].Name != host || claim.Status.AddressRef.Name == "" {
+			continue
+		}
+		address := &capipamv1.IPAddress{}
+		require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim.Status.AddressRef.Name}, address))
+		given := fmt.Sprintf("%s/%d", address.Spec.Address, *address.Spec.Prefix)
+		if address.Spec.Gateway != "" {
+			given += "," + address.Spec.Gateway
+		}
+		addresses[claim.Spec.PoolRef.Name] = given
 	}
 	return addresses
 }
@@ -513,6 +530,8 @@ func TestPluginClusterAPIPool(t *testing.T) {
 	out, err = runPlugin(t, "render", "node-0", "-n", ns)
 	require.NoError(t, err)
 	assert.Contains(t, out, claimLine+"10.0.0.7/24, gateway 10.0.0.1\n")
+	// What TestPluginRendersWhatTheControllerWrote passes to render -f.
+	assert.Equal(t, map[string]string{"rack1": "10.0.0.7/24,10.0.0.1"}, hostAddresses(t, ns, "node-0"))
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		out, err := runPlugin(t, "explain", "node-0", "-n", ns)
