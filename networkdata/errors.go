@@ -51,7 +51,7 @@ type MissingAddressError struct {
 }
 
 func (e *MissingAddressError) Error() string {
-	return fmt.Sprintf("%s: no address was given for IPPool %s; claim an address from every pool Plan.Pools returns before calling Render",
+	return fmt.Sprintf("%s: no address was given for pool %s; claim an address from every pool Plan.Pools and Plan.ClusterAPIPools return before calling Render",
 		e.Field, quote(e.Pool))
 }
 
