@@ -64,11 +64,13 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, our CRDs and RBAC, and the u
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/upstream-crds.sh
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt crd paths=./test/standins/capiipamstandin/v1alpha2/... \
+		output:crd:dir=test/standins/capiipamstandin/crd
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail if generated files are stale.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		git status --porcelain -- api config; git diff --stat -- api config; \
+	@if [ -n "$$(git status --porcelain -- api config test/standins/capiipamstandin)" ]; then \
+		git status --porcelain -- api config test/standins/capiipamstandin; git diff --stat -- api config test/standins/capiipamstandin; \
 		echo "generated files are stale: run make generate and commit the result"; exit 1; fi
 
 .PHONY: docs-flags

@@ -18,7 +18,7 @@ limitations under the License.
 // API's test/framework: one control plane (the real kube-apiserver and etcd
 // built under bin/k8s, with our CRDs and the upstream ones), the processes
 // that run next to it (kube-controller-manager's garbage collector, the
-// CAPM3 webhook and IPAM stand-ins, bin/manager as its own process) and
+// CAPM3 webhook and the two IPAM stand-ins, bin/manager as its own process) and
 // what the suites read from it (audit log, metrics, counted writes). The
 // envtest suites, the e2e suite, the benchmark and `make run` start their
 // control planes here; test/framework/fixtures builds the objects they create.
@@ -134,6 +134,8 @@ func StartControlPlane(input StartControlPlaneInput) (_ *ControlPlane, err error
 		CRDDirectoryPaths: []string{
 			filepath.Join(root, "config", "crd", "bases"),
 			filepath.Join(root, "config", "crd", "upstream"),
+			// The Cluster API IPAM stand-in's InClusterIPPool.
+			filepath.Join(root, "test", "standins", "capiipamstandin", "crd"),
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                cp.Scheme,
