@@ -44,8 +44,8 @@ build: ## Build the manager into bin/manager and the kubectl plugin into bin/kub
 	CGO_ENABLED=0 go build -o $(BIN)/manager .
 	go build -o $(BIN)/kubectl-preprov ./cmd/kubectl-preprov
 
-# make run: a local control plane with the examples and the IPAM stand-in
-# (IPAM=none leaves IPAM to a real controller you point at its kubeconfig).
+# make run: a local control plane with the examples and the IPAM stand-ins
+# (IPAM=none leaves IPAM to real controllers you point at its kubeconfig).
 # make run KUBECONFIG=<file>: the manager against that cluster instead.
 IPAM ?= standin
 .PHONY: run

@@ -17,7 +17,8 @@ limitations under the License.
 // Command run is `make run`: it starts a local control plane (the real
 // kube-apiserver and etcd the tests use), installs every CRD, applies the
 // examples, runs the manager binary against it and shows what a user sees,
-// until interrupted. Metal3 IPAM is played by the tests' stand-in.
+// until interrupted. Metal3 IPAM and the Cluster API in-cluster IPAM provider
+// are played by the tests' stand-ins.
 package main
 
 import (
@@ -41,7 +42,7 @@ import (
 func main() {
 	manager := flag.String("manager", "bin/manager", "The manager binary to run.")
 	examples := flag.String("examples", "examples", "The folder of examples to apply; each sub-folder is applied after namespace.yaml.")
-	ipam := flag.String("ipam", "standin", `"standin" runs the IPAM stand-in; "none" leaves IPAM to a real controller pointed at the printed kubeconfig.`)
+	ipam := flag.String("ipam", "standin", `"standin" runs the IPAM stand-ins (Metal3 IPAM, Cluster API in-cluster IPAM); "none" leaves IPAM to real controllers pointed at the printed kubeconfig.`)
 	flag.Parse()
 	if *ipam != "standin" && *ipam != "none" {
 		fmt.Fprintf(os.Stderr, "run: --ipam is standin or none, not %q\n", *ipam)
@@ -90,8 +91,18 @@ func run(manager, examples string, ipamStandIn bool) error {
 				fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
 			}
 		}()
+		sayf("IPAM: the Cluster API in-cluster IPAM provider is not running here; its stand-in from test/standins/capiipamstandin serves InClusterIPPools by the upstream contract")
+		capiStandIn, err := framework.StartCAPIIPAMStandIn(env.Config)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := capiStandIn.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "Cluster API IPAM stand-in:", err)
+			}
+		}()
 	} else {
-		sayf("IPAM: no stand-in; point a real Metal3 IPAM controller at %s", kubeconfig)
+		sayf("IPAM: no stand-ins; point a real Metal3 IPAM controller and Cluster API IPAM provider at %s", kubeconfig)
 	}
 
 	sayf("Applying %s", examples)

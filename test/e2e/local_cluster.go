@@ -37,8 +37,8 @@ type LocalClusterInput struct {
 }
 
 // LocalCluster is the local mode: the framework's control plane with an
-// audit log, the garbage collector and the CAPM3 webhook stand-in, the IPAM
-// stand-in in this process, the manager as its own process, and Ironic's
+// audit log, the garbage collector and the CAPM3 webhook stand-in, the two IPAM
+// stand-ins in this process, the manager as its own process, and Ironic's
 // API with cloud-init as the consumers of the hosts' Secrets.
 type LocalCluster struct {
 	ControlPlane *framework.ControlPlane
@@ -56,6 +56,8 @@ type LocalCluster struct {
 	webhookCertDir string
 
 	IPAM *framework.IPAMStandIn
+	// CAPIIPAM plays the Cluster API in-cluster IPAM provider.
+	CAPIIPAM *framework.CAPIIPAMStandIn
 	// Manager is bin/manager installed as config/default installs it,
 	// under the identity of its ServiceAccount.
 	Manager *framework.ManagerProcess
@@ -124,6 +126,11 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 	if local.IPAM, err = framework.StartIPAMStandIn(local.ControlPlane.Config); err != nil {
 		return nil, err
 	}
+	sayf("IPAM: the Cluster API in-cluster IPAM provider is not running here; its stand-in from test/standins/capiipamstandin " +
+		"runs in this process and serves InClusterIPPools by the upstream IPAddressClaim/IPAddress contract")
+	if local.CAPIIPAM, err = framework.StartCAPIIPAMStandIn(local.ControlPlane.Config); err != nil {
+		return nil, err
+	}
 
 	if local.WebhookPort, err = framework.FreePort(); err != nil {
 		return nil, err
@@ -171,11 +178,16 @@ func (l *LocalCluster) NewManagerProcess(name, kubeconfig string, args ...string
 	}
 }
 
-// EnsureRunning starts the IPAM stand-in and the manager again if a spec
+// EnsureRunning starts the IPAM stand-ins and the manager again if a spec
 // stopped or killed them, so the next spec finds them running.
 func (l *LocalCluster) EnsureRunning() error {
 	if !l.IPAM.Running() {
 		if err := l.IPAM.Start(); err != nil {
+			return err
+		}
+	}
+	if !l.CAPIIPAM.Running() {
+		if err := l.CAPIIPAM.Start(); err != nil {
 			return err
 		}
 	}
@@ -185,7 +197,7 @@ func (l *LocalCluster) EnsureRunning() error {
 	return nil
 }
 
-// Stop stops Ironic, the manager, the IPAM stand-in and the control plane,
+// Stop stops Ironic, the manager, the IPAM stand-ins and the control plane,
 // and removes the certificates and Ironic's database (its log stays with
 // the artifacts).
 func (l *LocalCluster) Stop() error {
@@ -199,6 +211,9 @@ func (l *LocalCluster) Stop() error {
 	}
 	if l.IPAM != nil {
 		errs = append(errs, l.IPAM.Stop())
+	}
+	if l.CAPIIPAM != nil {
+		errs = append(errs, l.CAPIIPAM.Stop())
 	}
 	if l.ControlPlane != nil {
 		errs = append(errs, l.ControlPlane.Stop())
