@@ -87,8 +87,8 @@ func run(manager, examples string, ipamStandIn bool) error {
 			return err
 		}
 		defer func() {
-			if err := standIn.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
+			if stopErr := standIn.Stop(); stopErr != nil {
+				fmt.Fprintln(os.Stderr, "IPAM stand-in:", stopErr)
 			}
 		}()
 		sayf("IPAM: the Cluster API in-cluster IPAM provider is not running here; its stand-in from test/standins/capiipamstandin serves InClusterIPPools by the upstream contract")
@@ -97,8 +97,8 @@ func run(manager, examples string, ipamStandIn bool) error {
 			return err
 		}
 		defer func() {
-			if err := capiStandIn.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "Cluster API IPAM stand-in:", err)
+			if stopErr := capiStandIn.Stop(); stopErr != nil {
+				fmt.Fprintln(os.Stderr, "Cluster API IPAM stand-in:", stopErr)
 			}
 		}()
 	} else {

@@ -67,7 +67,8 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("capi-ipam-standin-claims").
 		WithEventFilter(predicates.ResourceNotPaused(mgr.GetScheme(), mgr.GetLogger())).
 		For(&ipamv1.IPAddressClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-			return isInClusterPool(obj.(*ipamv1.IPAddressClaim).Spec.PoolRef)
+			claim, ok := obj.(*ipamv1.IPAddressClaim)
+			return ok && isInClusterPool(claim.Spec.PoolRef)
 		}))).
 		// One claim at a time, so two never get the same address.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -76,7 +77,8 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&inclusterv1alpha2.InClusterIPPool{}, handler.EnqueueRequestsFromMapFunc(r.poolToClaims),
 			builder.WithPredicates(poolChanged())).
 		Owns(&ipamv1.IPAddress{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-			return isInClusterPool(obj.(*ipamv1.IPAddress).Spec.PoolRef)
+			address, ok := obj.(*ipamv1.IPAddress)
+			return ok && isInClusterPool(address.Spec.PoolRef)
 		}))).
 		Complete(r)
 }
@@ -150,8 +152,8 @@ func (r *ClaimReconciler) serve(ctx context.Context, claim *ipamv1.IPAddressClai
 	// The next claim must see this address in the cache, or it may get the
 	// same one.
 	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(address), &ipamv1.IPAddress{})
-		return err == nil, client.IgnoreNotFound(err)
+		getErr := r.Client.Get(ctx, client.ObjectKeyFromObject(address), &ipamv1.IPAddress{})
+		return getErr == nil, client.IgnoreNotFound(getErr)
 	})
 	if err != nil {
 		return fmt.Errorf("failed waiting for IPAddress %s/%s to be visible in the cache after create: %w", address.Namespace, address.Name, err)
@@ -211,7 +213,7 @@ func (r *ClaimReconciler) allocate(ctx context.Context, address *ipamv1.IPAddres
 		if existing.Name == address.Name {
 			return nil
 		}
-		if addr, err := netip.ParseAddr(existing.Spec.Address); err == nil {
+		if addr, parseErr := netip.ParseAddr(existing.Spec.Address); parseErr == nil {
 			used[addr] = true
 		}
 	}
@@ -225,7 +227,7 @@ func (r *ClaimReconciler) allocate(ctx context.Context, address *ipamv1.IPAddres
 	}
 	address.Spec.Address = free.String()
 	address.Spec.Gateway = pool.Spec.Gateway
-	address.Spec.Prefix = ptr.To(int32(pool.Spec.Prefix)) //nolint:gosec // the CRD bounds it to 0-128
+	address.Spec.Prefix = ptr.To(int32(pool.Spec.Prefix))
 	return nil
 }
 

@@ -128,14 +128,20 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	indexer := mgr.GetFieldIndexer()
 	return errors.NewAggregate([]error{
 		indexer.IndexField(ctx, &ipamv1.IPAddress{}, addressPoolField, func(obj client.Object) []string {
-			return []string{poolKey(obj.(*ipamv1.IPAddress).Spec.PoolRef)}
+			if address, ok := obj.(*ipamv1.IPAddress); ok {
+				return []string{poolKey(address.Spec.PoolRef)}
+			}
+			return nil
 		}),
 		indexer.IndexField(ctx, &ipamv1.IPAddressClaim{}, claimPoolField, func(obj client.Object) []string {
-			return []string{poolKey(obj.(*ipamv1.IPAddressClaim).Spec.PoolRef)}
+			if claim, ok := obj.(*ipamv1.IPAddressClaim); ok {
+				return []string{poolKey(claim.Spec.PoolRef)}
+			}
+			return nil
 		}),
 		indexer.IndexField(ctx, &ipamv1.IPAddressClaim{}, claimClusterField, func(obj client.Object) []string {
-			if name := clusterName(obj.(*ipamv1.IPAddressClaim)); name != "" {
-				return []string{name}
+			if claim, ok := obj.(*ipamv1.IPAddressClaim); ok && clusterName(claim) != "" {
+				return []string{clusterName(claim)}
 			}
 			return nil
 		}),
