@@ -89,6 +89,10 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// A Cluster's event brings back the claims of other providers too.
+	if !isInClusterPool(claim.Spec.PoolRef) {
+		return ctrl.Result{}, nil
+	}
 	if skip, err := r.clusterHoldsClaim(ctx, claim); skip || err != nil {
 		return ctrl.Result{}, err
 	}

@@ -25,6 +25,8 @@ limitations under the License.
 //   - it serves claims whose spec.poolRef is apiGroup ipam.cluster.x-k8s.io,
 //     kind InClusterIPPool, from the pool of that name in the claim's
 //     namespace, one claim at a time (InClusterProviderAdapter.SetupWithManager);
+//     a claim of another provider that a Cluster's event brings back is left
+//     alone (the provider would add its finalizer to it);
 //   - it ignores the events of any object with the cluster.x-k8s.io/paused
 //     annotation, skips a claim whose spec.clusterName (or
 //     cluster.x-k8s.io/cluster-name label) names a paused Cluster or one that
