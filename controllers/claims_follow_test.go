@@ -50,6 +50,34 @@ func setNetworkData(t *testing.T, ns, template string, networkData *capm3.Networ
 // The template moves its hosts to another pool: once the Secret holds the
 // new address, the claim on the old pool is released.
 func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			racked := map[string]string{"rack": "r1"}
+			create(t,
+				family.pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+				family.pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+				fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, family.networkData("old")),
+				fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+			)
+			assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
+			old := family.claim(t, ns, "node-0-old")
+
+			setNetworkData(t, ns, "rack-r1", family.networkData("new"))
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Equal(c, "198.51.100.10", ipOf(readNetworkData(c, ns, "node-0")))
+				assert.True(c, family.claimGone(ns, "node-0-old"), "the claim on the old pool is still there")
+				assert.True(c, family.addressGone(ns, old.address), "the address of the old pool is still there")
+			}, waitTimeout, pollInterval)
+			assert.NotEmpty(t, family.claim(t, ns, "node-0-new").address)
+		})
+	}
+}
+
+// With --pool-preallocations, a host's address is recorded in its Metal3
+// IPPool too, and the entry goes with the claim when the template moves the
+// host to another pool.
+func TestPreallocationFollowsTheClaim(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
 	create(t,
@@ -59,7 +87,6 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
 	)
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
-	// With --pool-preallocations, the address is recorded in its pool too.
 	backstop, _ := countingHostManager(t, false)
 	backstop.Preallocations = &ipam.Preallocations{Client: backstop.Client}
 	_, err := backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
@@ -73,7 +100,6 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 		assert.Equal(c, "198.51.100.10", ipOf(readNetworkData(c, ns, "node-0")))
 		assert.True(c, claimGone(ns, "node-0-old"), "the claim on the old pool is still there")
 	}, waitTimeout, pollInterval)
-	assert.NotNil(t, claimOf(t, ns, "node-0-new").Status.Address)
 
 	_, err = backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
 	require.NoError(t, err)
@@ -83,51 +109,61 @@ func TestClaimOnAPoolTheTemplateNoLongerUsesIsReleased(t *testing.T) {
 }
 
 // A host still paused for us gives back what it claimed when its template
-// goes before it was set up.
+// goes before it was set up: here its second pool does not exist, which
+// stops it with a failure that names the pool.
 func TestPausedHostThatLosesItsTemplateReleasesItsClaims(t *testing.T) {
-	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	twoPools := fixtures.PoolNetworkData("provisioning")
-	twoPools.Networks.IPv4 = append(twoPools.Networks.IPv4, capm3.NetworkDataIPv4{
-		ID: "storage", Link: "enp1s0", IPAddressFromIPPool: "missing",
-	})
-	create(t,
-		fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, twoPools),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	waitForEvent(t, ns, "node-0", baremetal.ReasonIPClaimFailed)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.NotNil(c, claimOf(c, ns, "node-0-provisioning").Status.Address)
-	}, waitTimeout, pollInterval)
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			racked := map[string]string{"rack": "r1"}
+			twoPools := family.networkData("provisioning")
+			twoPools.Networks.IPv4 = append(twoPools.Networks.IPv4, family.networkData("missing").Networks.IPv4[0])
+			twoPools.Networks.IPv4[1].ID, twoPools.Networks.IPv4[1].Routes = "storage", nil
+			create(t,
+				family.pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+				fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, twoPools),
+				fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+			)
+			note := waitForEvent(t, ns, "node-0", baremetal.ReasonIPClaimFailed)
+			assert.Contains(t, note, family.poolName("missing")+" does not exist")
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.NotEmpty(c, family.claim(c, ns, "node-0-provisioning").address)
+			}, waitTimeout, pollInterval)
 
-	require.NoError(t, k8sClient.Delete(context.Background(), getTemplate(t, ns, "rack-r1")))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.True(c, claimGone(ns, "node-0-provisioning"), "the claim of a host no template selects is still there")
-	}, waitTimeout, pollInterval)
-	assertPausedForUs(t, ns, "node-0")
+			require.NoError(t, k8sClient.Delete(context.Background(), getTemplate(t, ns, "rack-r1")))
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.True(c, family.claimGone(ns, "node-0-provisioning"), "the claim of a host no template selects is still there")
+				assert.True(c, family.claimGone(ns, "node-0-missing"), "the claim on the missing pool is still there")
+			}, waitTimeout, pollInterval)
+			assertPausedForUs(t, ns, "node-0")
+		})
+	}
 }
 
 // A provisioned host whose Secret is left as it is claims nothing from the
 // new pool of its template, and keeps the address its Secret names.
 func TestProvisionedHostReportingDriftClaimsNoNewPool(t *testing.T) {
-	ns := newNamespace(t)
-	racked := map[string]string{"rack": "r1"}
-	create(t,
-		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
-		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
-		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("old")),
-		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
-	)
-	before := waitForNetworkData(t, ns, "node-0")
-	host := getHost(t, ns, "node-0")
-	host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
-	require.NoError(t, k8sClient.Status().Update(context.Background(), host))
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			racked := map[string]string{"rack": "r1"}
+			create(t,
+				family.pool(ns, "old", "192.0.2.10", "192.0.2.20", "192.0.2.1"),
+				family.pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+				fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, family.networkData("old")),
+				fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked),
+			)
+			before := waitForNetworkData(t, ns, "node-0")
+			host := getHost(t, ns, "node-0")
+			host.Status.Provisioning.State = bmov1alpha1.StateProvisioned
+			require.NoError(t, k8sClient.Status().Update(context.Background(), host))
 
-	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
-	note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataDrift)
-	assert.Contains(t, note, `IPPool "new", which the host holds none from`)
-	assert.True(t, claimGone(ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
-	assert.NotNil(t, claimOf(t, ns, "node-0-old").Status.Address)
-	assert.Equal(t, before, readNetworkData(t, ns, "node-0"))
+			setNetworkData(t, ns, "rack-r1", family.networkData("new"))
+			note := waitForEvent(t, ns, "node-0", baremetal.ReasonNetworkDataDrift)
+			assert.Contains(t, note, family.poolName("new")+", which the host holds none from")
+			assert.True(t, family.claimGone(ns, "node-0-new"), "a provisioned host claimed an address its Secret will not use")
+			assert.NotEmpty(t, family.claim(t, ns, "node-0-old").address)
+			assert.Equal(t, before, readNetworkData(t, ns, "node-0"))
+		})
+	}
 }

@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -135,6 +136,27 @@ var exampleExpectations = map[string]exampleExpectation{
 					"services": []any{}},
 			}, network["routes"])
 			assert.Equal(t, []any{map[string]any{"type": "dns", "address": "192.168.114.53"}}, networkData["bonded-0"]["services"])
+		},
+	},
+	"cluster-api-ipam": {
+		templateOf: map[string]string{
+			"capi-ipam-0": "Metal3PreprovisioningTemplate/cluster-api-ipam",
+			"capi-ipam-1": "Metal3PreprovisioningTemplate/cluster-api-ipam",
+		},
+		check: func(t *testing.T, ns string, networkData map[string]map[string]any) {
+			t.Helper()
+			for _, host := range []string{"capi-ipam-0", "capi-ipam-1"} {
+				network := networksByID(t, networkData[host])["provisioning"]
+				assertInPrefix(t, "192.168.116.0/24", network["ip_address"])
+				assert.Equal(t, "255.255.255.0", network["netmask"], host)
+				assert.Equal(t, []any{map[string]any{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": "192.168.116.1",
+					"services": []any{map[string]any{"type": "dns", "address": "192.168.116.1"}}}}, network["routes"], host)
+				claim := &capipamv1.IPAddressClaim{}
+				require.NoError(t, k8sClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: host + "-cluster-api-provisioning"}, claim))
+				address := &capipamv1.IPAddress{}
+				require.NoError(t, k8sClient.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: claim.Status.AddressRef.Name}, address))
+				assert.Equal(t, address.Spec.Address, network["ip_address"], "%s has the address of its IPAddressClaim", host)
+			}
 		},
 	},
 	"ipv6": {

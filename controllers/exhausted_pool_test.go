@@ -23,7 +23,6 @@ import (
 	"testing"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
-	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,49 +41,62 @@ import (
 // Three hosts registered together on a pool of two addresses; one that got
 // an address is deleted: the third gets it.
 func TestExhaustedPoolHostsRegisteredTogether(t *testing.T) {
-	ns := newNamespace(t)
-	rack := createRack(t, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
-	hosts := []string{"node-0", "node-1", "node-2"}
-	create(t, rackHosts(ns, rack, 0, hosts...)...)
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			rack := createRack(t, family, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
+			hosts := []string{"node-0", "node-1", "node-2"}
+			create(t, rackHosts(ns, rack, 0, hosts...)...)
 
-	setUp, failed := waitForExhaustion(t, ns, "tiny", hosts, 2)
-	deleteHost(t, ns, setUp[0])
-	assertSetUpOnce(t, ns, append(setUp[1:], failed...)...)
+			setUp, failed := waitForExhaustion(t, family, ns, "tiny", hosts, 2)
+			deleteHost(t, ns, setUp[0])
+			assertSetUpOnce(t, family, ns, append(setUp[1:], failed...)...)
+		})
+	}
 }
 
 // Hosts registered one by one: each claim is made once the one before it
 // was served.
 func TestExhaustedPoolHostsRegisteredOneByOne(t *testing.T) {
-	ns := newNamespace(t)
-	rack := createRack(t, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
-	for i, host := range []string{"node-0", "node-1"} {
-		create(t, rackHosts(ns, rack, i, host)...)
-		waitForNetworkData(t, ns, host)
-	}
-	create(t, rackHosts(ns, rack, 2, "node-2")...)
-	waitForEvent(t, ns, "node-2", baremetal.ReasonIPClaimFailed)
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			rack := createRack(t, family, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
+			for i, host := range []string{"node-0", "node-1"} {
+				create(t, rackHosts(ns, rack, i, host)...)
+				waitForNetworkData(t, ns, host)
+			}
+			create(t, rackHosts(ns, rack, 2, "node-2")...)
+			note := waitForEvent(t, ns, "node-2", baremetal.ReasonIPClaimFailed)
+			assert.Contains(t, note, family.poolName("tiny"), "the Warning names the pool")
 
-	deleteHost(t, ns, "node-0")
-	assertSetUpOnce(t, ns, "node-1", "node-2")
+			deleteHost(t, ns, "node-0")
+			assertSetUpOnce(t, family, ns, "node-1", "node-2")
+		})
+	}
 }
 
 // Hosts registered one by one while a second template selects their rack
 // claim nothing; deleting that template makes all their claims at once.
 func TestExhaustedPoolHostsReleasedFromAConflictTogether(t *testing.T) {
-	ns := newNamespace(t)
-	rack := createRack(t, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
-	conflicting := fixtures.PreprovisioningTemplate(ns, "rack-r1-too", rack, fixtures.StaticNetworkData())
-	create(t, conflicting)
-	hosts := []string{"node-0", "node-1", "node-2"}
-	for i, host := range hosts {
-		create(t, rackHosts(ns, rack, i, host)...)
-		waitForEvent(t, ns, host, baremetal.ReasonTemplateConflict)
-	}
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			rack := createRack(t, family, ns, "r1", "tiny", "192.0.2.10", "192.0.2.11")
+			conflicting := fixtures.PreprovisioningTemplate(ns, "rack-r1-too", rack, fixtures.StaticNetworkData())
+			create(t, conflicting)
+			hosts := []string{"node-0", "node-1", "node-2"}
+			for i, host := range hosts {
+				create(t, rackHosts(ns, rack, i, host)...)
+				waitForEvent(t, ns, host, baremetal.ReasonTemplateConflict)
+			}
 
-	require.NoError(t, k8sClient.Delete(context.Background(), conflicting))
-	setUp, failed := waitForExhaustion(t, ns, "tiny", hosts, 2)
-	deleteHost(t, ns, setUp[1])
-	assertSetUpOnce(t, ns, append([]string{setUp[0]}, failed...)...)
+			require.NoError(t, k8sClient.Delete(context.Background(), conflicting))
+			setUp, failed := waitForExhaustion(t, family, ns, "tiny", hosts, 2)
+			deleteHost(t, ns, setUp[1])
+			assertSetUpOnce(t, family, ns, append([]string{setUp[0]}, failed...)...)
+		})
+	}
 }
 
 // A host set up on one rack is relabelled to another right after a burst
@@ -92,40 +104,44 @@ func TestExhaustedPoolHostsReleasedFromAConflictTogether(t *testing.T) {
 // address of the new pool, as the burst's own waiting host does, once they
 // free.
 func TestExhaustedPoolHostMovedBetweenRacks(t *testing.T) {
-	ns := newNamespace(t)
-	r1 := createRack(t, ns, "r1", "rack-one", "192.0.2.10", "192.0.2.11")
-	r2 := createRack(t, ns, "r2", "rack-two", "198.51.100.10", "198.51.100.11")
-	create(t, rackHosts(ns, r1, 0, "moved")...)
-	waitForNetworkData(t, ns, "moved")
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			r1 := createRack(t, family, ns, "r1", "rack-one", "192.0.2.10", "192.0.2.11")
+			r2 := createRack(t, family, ns, "r2", "rack-two", "198.51.100.10", "198.51.100.11")
+			create(t, rackHosts(ns, r1, 0, "moved")...)
+			waitForNetworkData(t, ns, "moved")
 
-	burst := []string{"node-0", "node-1", "node-2"}
-	create(t, rackHosts(ns, r2, 1, burst...)...)
-	setUp, failed := waitForExhaustion(t, ns, "rack-two", burst, 2)
-	moved := getHost(t, ns, "moved")
-	original := moved.DeepCopy()
-	moved.Labels["rack"] = r2["rack"]
-	require.NoError(t, k8sClient.Patch(context.Background(), moved, client.MergeFrom(original)))
-	waitForEvent(t, ns, "moved", baremetal.ReasonIPClaimFailed)
-	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "moved")), "the moved host keeps its Secret while it waits")
+			burst := []string{"node-0", "node-1", "node-2"}
+			create(t, rackHosts(ns, r2, 1, burst...)...)
+			setUp, failed := waitForExhaustion(t, family, ns, "rack-two", burst, 2)
+			moved := getHost(t, ns, "moved")
+			original := moved.DeepCopy()
+			moved.Labels["rack"] = r2["rack"]
+			require.NoError(t, k8sClient.Patch(context.Background(), moved, client.MergeFrom(original)))
+			waitForEvent(t, ns, "moved", baremetal.ReasonIPClaimFailed)
+			assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "moved")), "the moved host keeps its Secret while it waits")
 
-	deleteHost(t, ns, setUp[0])
-	deleteHost(t, ns, setUp[1])
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Contains(c, ipOf(readNetworkData(c, ns, "moved")), "198.51.100.", "the moved host has an address of its new rack")
-	}, waitTimeout, pollInterval)
-	assertSetUpOnce(t, ns, append(failed, "moved")...)
+			deleteHost(t, ns, setUp[0])
+			deleteHost(t, ns, setUp[1])
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Contains(c, ipOf(readNetworkData(c, ns, "moved")), "198.51.100.", "the moved host has an address of its new rack")
+			}, waitTimeout, pollInterval)
+			assertSetUpOnce(t, family, ns, append(failed, "moved")...)
+		})
+	}
 }
 
 // createRack creates the pool of a rack, from start to end, and the
 // Metal3PreprovisioningTemplate "rack-<rack>" drawing the hosts' address
 // from it; it returns the rack's labels.
-func createRack(t *testing.T, ns, rack, pool, start, end string) map[string]string {
+func createRack(t *testing.T, family ipamFamily, ns, rack, pool, start, end string) map[string]string {
 	t.Helper()
 	labels := map[string]string{"rack": rack}
 	gateway := start[:len(start)-2] + "1"
 	create(t,
-		fixtures.Pool(ns, pool, start, end, gateway),
-		fixtures.PreprovisioningTemplate(ns, "rack-"+rack, labels, fixtures.PoolNetworkData(pool)),
+		family.pool(ns, pool, start, end, gateway),
+		fixtures.PreprovisioningTemplate(ns, "rack-"+rack, labels, family.networkData(pool)),
 	)
 	return labels
 }
@@ -142,18 +158,18 @@ func rackHosts(ns string, labels map[string]string, first int, names ...string) 
 
 // waitForExhaustion waits until capacity of the hosts are set up and the
 // others' claims on the pool have failed, and returns both, sorted.
-func waitForExhaustion(t *testing.T, ns, pool string, hosts []string, capacity int) ([]string, []string) {
+func waitForExhaustion(t *testing.T, family ipamFamily, ns, pool string, hosts []string, capacity int) ([]string, []string) {
 	t.Helper()
 	var setUp, failed []string
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		setUp, failed = nil, nil
 		for _, host := range hosts {
-			claim := claimOf(c, ns, ipam.ClaimName(host, pool))
-			if claim.Status.ErrorMessage != nil {
+			claim := family.claim(c, ns, ipam.ClaimName(host, pool))
+			if claim.refused {
 				failed = append(failed, host)
 				continue
 			}
-			if assert.NotNil(c, claim.Status.Address, "claim of %s", host) {
+			if assert.NotEmpty(c, claim.address, "claim of %s", host) {
 				readNetworkData(c, ns, host)
 				setUp = append(setUp, host)
 			}
@@ -176,7 +192,7 @@ func deleteHost(t *testing.T, ns, name string) {
 
 // assertSetUpOnce waits until every host is set up, and checks that no
 // address was given twice: in the hosts' Secrets and in the pools.
-func assertSetUpOnce(t *testing.T, ns string, hosts ...string) {
+func assertSetUpOnce(t *testing.T, family ipamFamily, ns string, hosts ...string) {
 	t.Helper()
 	given := map[string]string{}
 	for _, host := range hosts {
@@ -184,12 +200,9 @@ func assertSetUpOnce(t *testing.T, ns string, hosts ...string) {
 		assert.NotContains(t, given, ip, "%s has the address of %s", host, given[ip])
 		given[ip] = host
 	}
-	addresses := &ipamv1.IPAddressList{}
-	require.NoError(t, k8sClient.List(context.Background(), addresses, client.InNamespace(ns)))
 	claimed := map[string]string{}
-	for _, address := range addresses.Items {
-		ip := string(address.Spec.Address)
-		assert.NotContains(t, claimed, ip, "IPAddresses %s and %s hold the same address", address.Name, claimed[ip])
-		claimed[ip] = address.Name
+	for name, ip := range family.addresses(t, ns) {
+		assert.NotContains(t, claimed, ip, "IPAddresses %s and %s hold the same address", name, claimed[ip])
+		claimed[ip] = name
 	}
 }

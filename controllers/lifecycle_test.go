@@ -144,22 +144,22 @@ func TestHandoffToCAPM3KeepsTheAddressThroughReprovisioning(t *testing.T) {
 }
 
 func TestDeletingAHostReleasesItsClaimsAddressesAndSecret(t *testing.T) {
-	ns := newNamespace(t)
-	createPooledWorkers(t, ns, "node-0")
-	waitForNetworkData(t, ns, "node-0")
-	address := claimOf(t, ns, "node-0-provisioning").Status.Address.Name
+	for _, family := range ipamFamilies {
+		t.Run(family.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			rack := createRack(t, family, ns, "r1", "provisioning", "192.0.2.10", "192.0.2.20")
+			create(t, rackHosts(ns, rack, 0, "node-0")...)
+			waitForNetworkData(t, ns, "node-0")
+			address := family.claim(t, ns, "node-0-provisioning").address
 
-	require.NoError(t, k8sClient.Delete(context.Background(), getHost(t, ns, "node-0")))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		for _, obj := range []client.Object{
-			&ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "node-0-provisioning"}},
-			&ipamv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: address}},
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "node-0-preprov-networkdata"}},
-		} {
-			err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-			assert.True(c, apierrors.IsNotFound(err), "%T %s is still there", obj, obj.GetName())
-		}
-	}, waitTimeout, pollInterval)
+			require.NoError(t, k8sClient.Delete(context.Background(), getHost(t, ns, "node-0")))
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.True(c, family.claimGone(ns, "node-0-provisioning"), "the claim is still there")
+				assert.True(c, family.addressGone(ns, address), "the address is still there")
+				assert.True(c, isGone(ns, "node-0-preprov-networkdata", &corev1.Secret{}), "the Secret is still there")
+			}, waitTimeout, pollInterval)
+		})
+	}
 }
 
 func getTemplate(t require.TestingT, ns, name string) *preprovv1.Metal3PreprovisioningTemplate {

@@ -38,7 +38,8 @@ import (
 // One control plane (with the garbage collector, so owner references are
 // enforced as in a real cluster, and CAPM3's Metal3DataTemplate webhook
 // played by test/standins/capm3webhook), one manager with our controllers and the
-// IPAM stand-in serve every test; each test works in its own namespace.
+// two IPAM stand-ins (Metal3 IPAM, Cluster API's in-cluster provider) serve
+// every test; each test works in its own namespace.
 var (
 	testEnv   *framework.ControlPlane
 	k8sClient client.Client
@@ -78,6 +79,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	clusterAPIStandIn, err := framework.StartCAPIIPAMStandIn(env.Config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- mgr.Start(ctx) }()
 
@@ -89,6 +95,10 @@ func runSuite(m *testing.M) int {
 	}
 	if err := standIn.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "IPAM stand-in:", err)
+		return 1
+	}
+	if err := clusterAPIStandIn.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "Cluster API IPAM stand-in:", err)
 		return 1
 	}
 	return code

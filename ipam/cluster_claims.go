@@ -20,11 +20,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +46,8 @@ import (
 // fetchDNSServersFromIPPool returns none for a pool that is not Metal3's).
 // Unlike Metal3 IPAM, a provider keeps serving a claim it could not serve
 // (the in-cluster provider requeues it and watches its pool), so a claim on
-// an exhausted pool gets the next freed address by itself.
+// an exhausted pool gets the next freed address by itself, and its update
+// brings the host back.
 
 // kindIPAddressClaim is the kind of our Cluster API claims in the writes store.
 const kindIPAddressClaim = "IPAddressClaim"
@@ -176,58 +179,110 @@ func (c *Claims) replaceClaimOfOtherPool(ctx context.Context, host *bmov1alpha1.
 }
 
 // unservedClaim says why a claim has no address yet: the provider refused
-// it (the claim's Ready condition), its pool's kind or the pool itself is
-// missing, or the provider has not acted yet.
+// it, its pool's kind or the pool itself is missing, or the provider has not
+// acted yet. Providers need not say they refused: the in-cluster provider
+// writes no condition on a claim it cannot serve (ipamutil.ClaimReconciler
+// returns the error and retries), so an empty pool is read from the pool's
+// status too, and a waiting host is looked at again.
 func (c *Claims) unservedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *capipamv1.IPAddressClaim,
 	pool networkdata.Pool, state PoolState,
 ) (PoolState, error) {
+	const fix = "the provider serves the claim when the pool has a free address again: add addresses to the pool, or release one"
 	ready := meta.FindStatusCondition(claim.Status.Conditions, capipamv1.IPAddressClaimReadyCondition)
 	if ready != nil && ready.Status == metav1.ConditionFalse &&
 		(ready.Reason == capipamv1.IPAddressClaimReadyPoolExhaustedReason || ready.Reason == capipamv1.IPAddressClaimReadyAllocationFailedReason) {
-		state.Failed = fmt.Sprintf("the IPAM provider of %s could not allocate an address for IPAddressClaim %q (%s: %s); "+
-			"the provider serves the claim when the pool has a free address again: add addresses to the pool, or release one",
-			pool, claim.Name, ready.Reason, ready.Message)
+		state.Failed = fmt.Sprintf("the IPAM provider of %s could not allocate an address for IPAddressClaim %q (%s: %s); %s",
+			pool, claim.Name, ready.Reason, ready.Message, fix)
 		return state, nil
 	}
 	problem, err := c.clusterAPIPoolProblem(ctx, host, pool)
-	if err != nil || problem != "" {
-		state.Failed = problem
+	if err != nil {
 		return state, err
+	}
+	switch problem.kind {
+	case poolUnusable:
+		state.Failed = problem.message
+		return state, nil
+	case poolExhausted:
+		// The pool's count may already hold this claim's address, which
+		// the cache has not shown on the claim yet.
+		fresh, err := reread(ctx, c.apiReader(), claim)
+		if err != nil {
+			return state, err
+		}
+		if fresh != nil && fresh.Status.AddressRef.Name != "" {
+			return c.addressOfClaim(ctx, fresh, pool, state)
+		}
+		state.Failed = fmt.Sprintf("%s has no free address (%s), so its IPAM provider cannot allocate one for IPAddressClaim %q; %s",
+			pool, problem.message, claim.Name, fix)
+		return state, nil
 	}
 	state.Waiting = fmt.Sprintf("waiting for the IPAM provider of %s to allocate an address for IPAddressClaim %q", pool, claim.Name)
 	if ready != nil && ready.Message != "" {
 		state.Waiting += fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
 	}
+	state.RetryAfter = ClusterAPIRecheck
 	return state, nil
 }
 
-// clusterAPIPoolProblem says what a user must fix when the pool's kind is
-// served by no API or the pool does not exist: no provider serves the claim
-// then. It reads the pool's metadata from the API: only claims waiting for
-// an address pay for it.
-func (c *Claims) clusterAPIPoolProblem(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool networkdata.Pool) (string, error) {
+// ClusterAPIRecheck is how often a host waiting for a Cluster API IPAM
+// provider looks at its pool again: nothing of the pool's is watched, and a
+// provider may fail a claim without a word on it.
+const ClusterAPIRecheck = 10 * time.Second
+
+// poolProblem is what a pool tells of a claim it does not serve.
+type poolProblem struct {
+	kind    poolProblemKind
+	message string
+}
+
+type poolProblemKind int
+
+const (
+	// poolUsable: nothing the pool tells stops the claim.
+	poolUsable poolProblemKind = iota
+	// poolUnusable: the pool's kind is served by no API, or the pool does
+	// not exist.
+	poolUnusable
+	// poolExhausted: the pool's status says it has no free address, as the
+	// in-cluster provider's pools do (status.ipAddresses.free).
+	poolExhausted
+)
+
+// clusterAPIPoolProblem reads the pool a claim waits on from the API (only
+// claims waiting for an address pay for it): a kind no API serves or a pool
+// that does not exist is for a user to fix, and a pool whose status counts
+// no free address is exhausted.
+func (c *Claims) clusterAPIPoolProblem(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool networkdata.Pool) (poolProblem, error) {
 	mapping, err := c.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: pool.APIGroup, Kind: pool.Kind})
 	if meta.IsNoMatchError(err) {
-		return fmt.Sprintf("no API of the cluster serves kind %q of apiGroup %s: install the Cluster API IPAM provider of %s "+
-			"(the in-cluster provider serves InClusterIPPool and GlobalInClusterIPPool), or fix the pool's kind in the template",
-			pool.Kind, pool.APIGroup, pool), nil
+		return poolProblem{kind: poolUnusable, message: fmt.Sprintf("no API of the cluster serves kind %q of apiGroup %s: install the "+
+			"Cluster API IPAM provider of %s (the in-cluster provider serves InClusterIPPool and GlobalInClusterIPPool), or fix the "+
+			"pool's kind in the template", pool.Kind, pool.APIGroup, pool)}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("finding the API of %s: %w", pool, err)
+		return poolProblem{}, fmt.Errorf("finding the API of %s: %w", pool, err)
 	}
 	key := client.ObjectKey{Name: pool.Name}
 	where := "in the cluster"
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		key.Namespace, where = host.Namespace, fmt.Sprintf("in namespace %q", host.Namespace)
 	}
-	_, err = metadataOfKind(ctx, c.apiReader(), mapping.GroupVersionKind, key)
+	object := &unstructured.Unstructured{}
+	object.SetGroupVersionKind(mapping.GroupVersionKind)
+	err = c.apiReader().Get(ctx, key, object)
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("%s does not exist %s: create it, or fix the pool's name in the template", pool, where), nil
+		return poolProblem{kind: poolUnusable, message: fmt.Sprintf("%s does not exist %s: create it, or fix the pool's name in the template",
+			pool, where)}, nil
 	case err != nil:
-		return "", fmt.Errorf("getting %s: %w", pool, err)
+		return poolProblem{}, fmt.Errorf("getting %s: %w", pool, err)
 	}
-	return "", nil
+	free, counted, err := unstructured.NestedInt64(object.Object, "status", "ipAddresses", "free")
+	if err == nil && counted && free == 0 {
+		return poolProblem{kind: poolExhausted, message: "its status.ipAddresses.free is 0"}, nil
+	}
+	return poolProblem{kind: poolUsable}, nil
 }
 
 // addressOfClaim reads the IPAddress the claim names. The cache has it

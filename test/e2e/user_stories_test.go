@@ -27,6 +27,7 @@ var _ = Describe("User stories", func() {
 
 	Describe("Static network data", func() { StaticNetworkDataSpec(ctx, input) })
 	Describe("Network data from IPAM", func() { IPAMNetworkDataSpec(ctx, input) })
+	Describe("Network data from a Cluster API IPAM pool", func() { ClusterAPIIPAMSpec(ctx, input) })
 	Describe("Conflicting templates", func() { ConflictingTemplatesSpec(ctx, input) })
 	Describe("A host paused by someone else", func() { PausedBySomeoneElseSpec(ctx, input) })
 	Describe("A template edited on day 2", func() { TemplateDay2Spec(ctx, input) })

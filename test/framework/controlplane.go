@@ -35,11 +35,13 @@ import (
 	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	inclusterv1alpha2 "github.com/capm3-preprov/capm3-preprov/test/standins/capiipamstandin/v1alpha2"
 	"github.com/capm3-preprov/capm3-preprov/test/standins/capm3webhook"
 )
 
@@ -50,9 +52,12 @@ func RepoRoot() string {
 }
 
 // Scheme is the manager's scheme (scheme.New), which holds CAPI's Cluster
-// that the IPAM stand-in reads.
+// that the IPAM stand-ins read, and the stand-in's InClusterIPPool, whose
+// CRD every control plane installs: tests create pools as typed objects.
 func Scheme() *k8sruntime.Scheme {
-	return scheme.New()
+	testScheme := scheme.New()
+	utilruntime.Must(inclusterv1alpha2.AddToScheme(testScheme))
+	return testScheme
 }
 
 // UseKubeBinaries points envtest at bin/k8s unless KUBEBUILDER_ASSETS says
