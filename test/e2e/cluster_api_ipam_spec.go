@@ -25,8 +25,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +32,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
+	inclusterv1alpha2 "github.com/capm3-preprov/capm3-preprov/test/standins/capiipamstandin/v1alpha2"
 )
 
 // ClusterAPIIPAMSpec: hosts take their addresses from a Cluster API IPAM
@@ -158,10 +157,12 @@ func (c *Cluster) expectWaitingOnExhaustedClusterAPIPool(ctx context.Context, g 
 	g.Expect(host.Spec.PreprovisioningNetworkDataName).To(BeEmpty(), "host %s", name)
 	claims := itemsOwnedBy(state.claims, host.UID)
 	g.Expect(claims).To(HaveLen(1), "host %s", name)
-	ready := meta.FindStatusCondition(claims[0].Status.Conditions, capipamv1.IPAddressClaimReadyCondition)
-	g.Expect(ready).NotTo(BeNil(), "claim of host %s", name)
-	g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(ready.Reason).To(Equal(capipamv1.IPAddressClaimReadyPoolExhaustedReason))
+	g.Expect(claims[0].Status.AddressRef.Name).To(BeEmpty(), "claim of host %s", name)
+	// The in-cluster provider says nothing on the claim; its pool counts
+	// no free address.
+	inClusterPool := &inclusterv1alpha2.InClusterIPPool{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: pool}, inClusterPool)).To(Succeed())
+	g.Expect(inClusterPool.Status.Addresses).To(HaveValue(HaveField("Free", 0)))
 	c.expectEvent(ctx, g, namespace, name, corev1.EventTypeWarning, baremetal.ReasonIPClaimFailed,
-		`InClusterIPPool "`+pool+`"`, capipamv1.IPAddressClaimReadyPoolExhaustedReason, "add addresses to the pool")
+		`InClusterIPPool "`+pool+`" has no free address`, "add addresses to the pool")
 }
