@@ -37,7 +37,10 @@ import (
 // it missed. It runs on every event of the host's objects as they go, so it
 // reads the manager's cache, through indexes, and the API only to confirm a
 // release: deleting a fleet costs each host the same, however large the
-// fleet.
+// fleet. An address left behind is found once the garbage collector has
+// dropped its owner reference to the deleted claim (the index
+// UnownedAddressClaimField holds only such addresses): that update of the
+// address brings the host here again.
 func (s *Sweeper) SweepHost(ctx context.Context, host types.NamespacedName) error {
 	pools := &ipamv1.IPPoolList{}
 	if err := s.Client.List(ctx, pools, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -59,13 +62,13 @@ func (s *Sweeper) SweepHost(ctx context.Context, host types.NamespacedName) erro
 	return nil
 }
 
-// releaseAddressesOfClaim releases the IPAddresses of a claim name when the
-// claim is gone. While the cache still has the claim, IPAM releases its
+// releaseAddressesOfClaim releases the IPAddresses of a claim name that the
+// claim no longer owns, when the claim is gone. While the cache still has the claim, IPAM releases its
 // address once the garbage collector deletes it, and that deletion brings
 // the host here again.
 func (s *Sweeper) releaseAddressesOfClaim(ctx context.Context, namespace, claimName string) error {
 	addresses := &ipamv1.IPAddressList{}
-	if err := s.Client.List(ctx, addresses, client.InNamespace(namespace), client.MatchingFields{index.AddressClaimField: claimName}); err != nil {
+	if err := s.Client.List(ctx, addresses, client.InNamespace(namespace), client.MatchingFields{index.UnownedAddressClaimField: claimName}); err != nil {
 		return fmt.Errorf("listing the IPAddresses of IPClaim %s/%s: %w", namespace, claimName, err)
 	}
 	for i := range addresses.Items {

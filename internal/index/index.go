@@ -55,10 +55,15 @@ const (
 	// owns them, so a host's claims are found without reading all of its
 	// namespace's claims.
 	ClaimHostField = "metadata.ownerReferences.baremetalhost"
-	// AddressClaimField indexes IPAddresses by the name of the IPClaim they
-	// were allocated to (spec.claim.name): a deleted host's addresses are
-	// found without reading all of its namespace's addresses.
-	AddressClaimField = "spec.claim.name"
+	// UnownedAddressClaimField indexes IPAddresses by the name of the
+	// IPClaim they were allocated to (spec.claim.name), but only those no
+	// owner reference ties to that claim. IPAM makes the claim an owner of
+	// its address (IPPoolManager.createAddress), and the garbage collector
+	// drops the reference once the claim is gone: so the addresses IPAM left
+	// behind deleted claims are found without reading the namespace's, and
+	// the addresses in use cost the index nothing (an entry per address
+	// was the most of the memory the manager's indexes took).
+	UnownedAddressClaimField = "spec.claim.name.unowned"
 	// FailedClaimPoolField indexes our IPClaims that IPAM failed
 	// (status.errorMessage) by their pool: the claims an address freed in
 	// that pool can unblock.
@@ -93,8 +98,8 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &capm3.Metal3Data{}, Metal3DataClaimField, metal3DataClaim); err != nil {
 		return fmt.Errorf("indexing Metal3Data by claim: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &ipamv1.IPAddress{}, AddressClaimField, addressClaim); err != nil {
-		return fmt.Errorf("indexing IPAddresses by claim: %w", err)
+	if err := indexer.IndexField(ctx, &ipamv1.IPAddress{}, UnownedAddressClaimField, unownedAddressClaim); err != nil {
+		return fmt.Errorf("indexing IPAddresses by the claim that no longer owns them: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, FailedClaimPoolField, failedClaimPool); err != nil {
 		return fmt.Errorf("indexing failed IPClaims by pool: %w", err)
@@ -161,9 +166,9 @@ func claimHost(obj client.Object) []string {
 	return ownership.HostOwners(obj)
 }
 
-func addressClaim(obj client.Object) []string {
+func unownedAddressClaim(obj client.Object) []string {
 	address, ok := obj.(*ipamv1.IPAddress)
-	if !ok || address.Spec.Claim.Name == "" {
+	if !ok || address.Spec.Claim.Name == "" || ownership.OwnedByIPClaim(address, address.Spec.Claim.Name) {
 		return nil
 	}
 	return []string{address.Spec.Claim.Name}

@@ -70,10 +70,37 @@ func TestFailedClaimPool(t *testing.T) {
 	}
 }
 
-func TestAddressClaim(t *testing.T) {
-	address := &ipamv1.IPAddress{Spec: ipamv1.IPAddressSpec{Claim: corev1.ObjectReference{Name: "node-0-provisioning"}}}
-	assert.Equal(t, []string{"node-0-provisioning"}, addressClaim(address))
-	assert.Nil(t, addressClaim(&ipamv1.IPAddress{}))
+// Only an address its claim no longer owns is indexed: the garbage
+// collector drops the owner reference of a claim that is gone, whatever
+// its UID was.
+func TestUnownedAddressClaim(t *testing.T) {
+	claimRef := func(apiVersion, kind, name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: "uid"}
+	}
+	poolRef := claimRef(ipamv1.GroupVersion.String(), "IPPool", "provisioning")
+	tests := []struct {
+		name   string
+		owners []metav1.OwnerReference
+		want   []string
+	}{
+		{name: "left behind: only the pool owns it", owners: []metav1.OwnerReference{poolRef}, want: []string{"node-0-provisioning"}},
+		{name: "no owners", want: []string{"node-0-provisioning"}},
+		{name: "owned by its claim", owners: []metav1.OwnerReference{poolRef, claimRef(ipamv1.GroupVersion.String(), "IPClaim", "node-0-provisioning")}},
+		{name: "owned by another claim", owners: []metav1.OwnerReference{claimRef(ipamv1.GroupVersion.String(), "IPClaim", "node-1-provisioning")},
+			want: []string{"node-0-provisioning"}},
+		{name: "owned by another group's kind of that name", owners: []metav1.OwnerReference{claimRef("example.com/v1", "IPClaim", "node-0-provisioning")},
+			want: []string{"node-0-provisioning"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			address := &ipamv1.IPAddress{
+				ObjectMeta: metav1.ObjectMeta{OwnerReferences: tt.owners},
+				Spec:       ipamv1.IPAddressSpec{Claim: corev1.ObjectReference{Name: "node-0-provisioning"}},
+			}
+			assert.Equal(t, tt.want, unownedAddressClaim(address))
+		})
+	}
+	assert.Nil(t, unownedAddressClaim(&ipamv1.IPAddress{}), "an address without a claim")
 }
 
 func TestHostNameStem(t *testing.T) {

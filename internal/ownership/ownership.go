@@ -28,6 +28,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -40,6 +41,7 @@ import (
 const (
 	kindHost       = "BareMetalHost"
 	kindMetal3Data = "Metal3Data"
+	kindIPClaim    = "IPClaim"
 )
 
 // HostOwnerReference is the non-controller owner reference that ties our
@@ -76,6 +78,14 @@ func IsHost(ref metav1.OwnerReference) bool {
 // CAPM3's group.
 func IsMetal3Data(ref metav1.OwnerReference) bool {
 	return ref.Kind == kindMetal3Data && group(ref) == capm3.GroupVersion.Group
+}
+
+// OwnedByIPClaim is true for an object with an owner reference to the
+// Metal3 IPAM IPClaim of that name, whatever its UID.
+func OwnedByIPClaim(obj metav1.Object, claimName string) bool {
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool {
+		return ref.Kind == kindIPClaim && ref.Name == claimName && group(ref) == ipamv1.GroupVersion.Group
+	})
 }
 
 func group(ref metav1.OwnerReference) string {
