@@ -158,10 +158,10 @@ func TestTemplateRules(t *testing.T) {
 			contains: []string{`"machine" does not exist before provisioning`, "use object baremetalhost", "or macAddress.string"},
 		},
 		{
-			name:     "fromPoolRef to a CAPI IPAM pool",
-			spec:     withIPv4(`{"id": "prov", "link": "eth0", "fromPoolRef": {"name": "prov", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}}`),
+			name:     "fromPoolRef to a pool of an API group that is no IPAM",
+			spec:     withIPv4(`{"id": "prov", "link": "eth0", "fromPoolRef": {"name": "prov", "apiGroup": "ipam.example.com", "kind": "ExamplePool"}}`),
 			field:    "spec.networkData.networks.ipv4[id=prov].fromPoolRef",
-			contains: []string{`apiGroup "ipam.cluster.x-k8s.io"`, "only Metal3 IPAM IPPools", "refer to a Metal3 IPPool"},
+			contains: []string{`apiGroup "ipam.example.com"`, "Metal3 IPAM", "Cluster API IPAM provider"},
 		},
 		{
 			name:     "static network without an address source",
