@@ -120,7 +120,7 @@ func (c *Claims) createAddressClaim(ctx context.Context, host *bmov1alpha1.BareM
 	}
 	if err := c.Client.Create(ctx, newAddressClaim(host, pool, state.Claim)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return c.addressClaimOutsideCache(ctx, host, state)
+			return c.claimOutsideCache(ctx, host, state)
 		}
 		return state, fmt.Errorf("creating IPAddressClaim %s/%s: %w", host.Namespace, state.Claim, err)
 	}
@@ -321,29 +321,6 @@ func (c *Claims) addressOfClaim(ctx context.Context, claim *capipamv1.IPAddressC
 // IPAddress: address, prefix and gateway.
 func addressOfClusterAPI(address *capipamv1.IPAddress) *networkdata.Address {
 	return &networkdata.Address{IP: address.Spec.Address, Prefix: int(*address.Spec.Prefix), Gateway: address.Spec.Gateway}
-}
-
-// addressClaimOutsideCache handles a claim whose creation was refused
-// because it exists, though the cache does not show it: created a moment
-// ago, or in another shard.
-func (c *Claims) addressClaimOutsideCache(ctx context.Context, host *bmov1alpha1.BareMetalHost, state PoolState) (PoolState, error) {
-	state.Waiting = fmt.Sprintf("IPAddressClaim %q was created concurrently; reading it again", state.Claim)
-	claim, err := metadataOfKind(ctx, c.apiReader(), capipamv1.GroupVersion.WithKind(kindIPAddressClaim),
-		client.ObjectKey{Namespace: host.Namespace, Name: state.Claim})
-	switch {
-	case apierrors.IsNotFound(err):
-		return state, nil
-	case err != nil:
-		return state, fmt.Errorf("getting IPAddressClaim %s/%s: %w", host.Namespace, state.Claim, err)
-	}
-	if sameShard(host, claim) {
-		return state, nil
-	}
-	state.Waiting = ""
-	state.Failed = fmt.Sprintf("IPAddressClaim %q exists, but the host is in shard %s and the claim has %s: a manager started with "+
-		"--watch-filter sees only the objects of its shard. Label the host's claims and its network data Secret like the host, "+
-		"or give the host back the label of their shard", state.Claim, shardOf(host), shardOf(claim))
-	return state, nil
 }
 
 func ownerNames(obj metav1.Object) string {

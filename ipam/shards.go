@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
@@ -98,21 +99,26 @@ func (c *Claims) missingPool(ctx context.Context, host *bmov1alpha1.BareMetalHos
 // another shard than the host's (the host moved to this shard, its claims
 // did not), which this manager never sees.
 func (c *Claims) claimOutsideCache(ctx context.Context, host *bmov1alpha1.BareMetalHost, state PoolState) (PoolState, error) {
-	state.Waiting = fmt.Sprintf("IPClaim %q was created concurrently; reading it again", state.Claim)
-	claim, err := metadataOf(ctx, c.apiReader(), "IPClaim", client.ObjectKey{Namespace: host.Namespace, Name: state.Claim})
+	gvk := ipamv1.GroupVersion.WithKind(kindIPClaim)
+	if state.ClaimKind == kindIPAddressClaim {
+		gvk = capipamv1.GroupVersion.WithKind(kindIPAddressClaim)
+	}
+	state.Waiting = fmt.Sprintf("%s %q was created concurrently; reading it again", state.ClaimKind, state.Claim)
+	claim, err := metadataOfKind(ctx, c.apiReader(), gvk, client.ObjectKey{Namespace: host.Namespace, Name: state.Claim})
 	switch {
 	case apierrors.IsNotFound(err):
 		return state, nil
 	case err != nil:
-		return state, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, state.Claim, err)
+		return state, fmt.Errorf("getting %s %s/%s: %w", state.ClaimKind, host.Namespace, state.Claim, err)
 	}
 	if sameShard(host, claim) {
 		return state, nil
 	}
 	state.Waiting = ""
-	state.Failed = fmt.Sprintf("IPClaim %q exists, but the host is in shard %s and the claim has %s: a manager started with "+
-		"--watch-filter sees only the objects of its shard. Label the host's IPClaims, their IPAddresses and its network data "+
-		"Secret like the host, or give the host back the label of their shard", state.Claim, shardOf(host), shardOf(claim))
+	state.Failed = fmt.Sprintf("%s %q exists, but the host is in shard %s and the claim has %s: a manager started with "+
+		"--watch-filter sees only the objects of its shard. Label the host's %ss, their IPAddresses and its network data "+
+		"Secret like the host, or give the host back the label of their shard", state.ClaimKind, state.Claim, shardOf(host), shardOf(claim),
+		state.ClaimKind)
 	return state, nil
 }
 
