@@ -18,14 +18,10 @@ package framework
 
 import (
 	"context"
-	"errors"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capm3-preprov/capm3-preprov/test/standins/ipamstandin"
 )
@@ -36,8 +32,7 @@ import (
 type IPAMStandIn struct {
 	Config *rest.Config
 
-	cancel context.CancelFunc
-	done   <-chan error
+	standInManager
 }
 
 // StartIPAMStandIn runs the stand-in until Stop.
@@ -50,47 +45,7 @@ func StartIPAMStandIn(config *rest.Config) (*IPAMStandIn, error) {
 // own, as the real IPAM controller has: a manager's cache options (ours drop
 // IPPool status) must not change what IPAM sees.
 func (s *IPAMStandIn) Start() error {
-	if s.cancel != nil {
-		return errors.New("the IPAM stand-in is already running")
-	}
-	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme:                 Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A process may start the stand-in more than once.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	return s.run("IPAM", s.Config, Scheme(), &ipamv1.IPAddress{}, func(_ context.Context, mgr ctrl.Manager) error {
+		return (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
-	if err != nil {
-		return err
-	}
-	if err := (&ipamstandin.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	// The stand-in lists addresses: their informer must be synced before it
-	// reconciles, not started by its first reconcile.
-	if _, err := mgr.GetCache().GetInformer(ctx, &ipamv1.IPAddress{}); err != nil {
-		cancel()
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	s.cancel, s.done = cancel, done
-	return nil
-}
-
-// Running reports whether the stand-in runs.
-func (s *IPAMStandIn) Running() bool {
-	return s.cancel != nil
-}
-
-// Stop stops the stand-in and waits for its reconciles to finish.
-func (s *IPAMStandIn) Stop() error {
-	if s.cancel == nil {
-		return nil
-	}
-	s.cancel()
-	err := <-s.done
-	s.cancel = nil
-	return err
 }
