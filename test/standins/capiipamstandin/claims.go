@@ -23,7 +23,6 @@ import (
 	"net/netip"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +32,7 @@ import (
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	clusterutil "sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -96,16 +96,19 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if skip, err := r.clusterHoldsClaim(ctx, claim); skip || err != nil {
 		return ctrl.Result{}, err
 	}
-	original := claim.DeepCopy()
+	helper, err := patch.NewHelper(claim, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.AddFinalizer(claim, ReleaseAddressFinalizer) {
-		return ctrl.Result{}, r.patchClaim(ctx, original, claim)
+		return ctrl.Result{}, patchIfExists(ctx, helper, claim)
 	}
 	deleting := !claim.DeletionTimestamp.IsZero()
 	pool := &inclusterv1alpha2.InClusterIPPool{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: claim.Spec.PoolRef.Name}, pool)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: claim.Spec.PoolRef.Name}, pool)
 	switch {
 	case apierrors.IsNotFound(err) && deleting:
-		return ctrl.Result{}, r.release(ctx, original, claim)
+		return ctrl.Result{}, r.release(ctx, helper, claim)
 	case apierrors.IsNotFound(err):
 		ctrl.LoggerFrom(ctx).Info("the referenced pool could not be found", "pool", claim.Spec.PoolRef.Name)
 		return ctrl.Result{}, nil
@@ -114,10 +117,10 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case annotations.HasPaused(pool):
 		return ctrl.Result{}, nil
 	case deleting:
-		return ctrl.Result{}, r.release(ctx, original, claim)
+		return ctrl.Result{}, r.release(ctx, helper, claim)
 	}
 	serveErr := r.serve(ctx, claim, pool)
-	return ctrl.Result{}, errors.Join(serveErr, r.patchClaim(ctx, original, claim))
+	return ctrl.Result{}, errors.Join(serveErr, patchIfExists(ctx, helper, claim))
 }
 
 // clusterHoldsClaim says whether the claim's Cluster keeps it from being
@@ -237,7 +240,7 @@ func (r *ClaimReconciler) allocate(ctx context.Context, address *ipamv1.IPAddres
 
 // release deletes the claim's IPAddress, once its finalizer is removed,
 // then removes the claim's finalizer (ClaimReconciler.reconcileDelete).
-func (r *ClaimReconciler) release(ctx context.Context, original, claim *ipamv1.IPAddressClaim) error {
+func (r *ClaimReconciler) release(ctx context.Context, helper *patch.Helper, claim *ipamv1.IPAddressClaim) error {
 	address := &ipamv1.IPAddress{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: claim.Name}, address)
 	if client.IgnoreNotFound(err) != nil {
@@ -255,7 +258,7 @@ func (r *ClaimReconciler) release(ctx context.Context, original, claim *ipamv1.I
 		}
 	}
 	controllerutil.RemoveFinalizer(claim, ReleaseAddressFinalizer)
-	return r.patchClaim(ctx, original, claim)
+	return patchIfExists(ctx, helper, claim)
 }
 
 // setReady sets Cluster API's Ready condition when Options.ReadyCondition
@@ -268,27 +271,6 @@ func (r *ClaimReconciler) setReady(claim *ipamv1.IPAddressClaim, status metav1.C
 		Type: ipamv1.IPAddressClaimReadyCondition, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: claim.Generation,
 	})
-}
-
-// patchClaim writes the claim's metadata, then its status, as Cluster API's
-// patch helper does, each only when it changed.
-func (r *ClaimReconciler) patchClaim(ctx context.Context, original, claim *ipamv1.IPAddressClaim) error {
-	status := claim.Status
-	claim.Status = original.Status
-	if !equality.Semantic.DeepEqual(original.ObjectMeta, claim.ObjectMeta) {
-		if err := client.IgnoreNotFound(r.Client.Patch(ctx, claim, client.MergeFrom(original))); err != nil {
-			return fmt.Errorf("failed to patch IPAddressClaim %s/%s: %w", claim.Namespace, claim.Name, err)
-		}
-	}
-	if equality.Semantic.DeepEqual(original.Status, status) {
-		return nil
-	}
-	base := claim.DeepCopy()
-	claim.Status = status
-	if err := client.IgnoreNotFound(r.Client.Status().Patch(ctx, claim, client.MergeFrom(base))); err != nil {
-		return fmt.Errorf("failed to patch the status of IPAddressClaim %s/%s: %w", claim.Namespace, claim.Name, err)
-	}
-	return nil
 }
 
 func (r *ClaimReconciler) clusterToClaims(ctx context.Context, cluster client.Object) []reconcile.Request {

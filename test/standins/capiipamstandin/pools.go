@@ -22,8 +22,8 @@ import (
 	"fmt"
 	"net/netip"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -64,7 +64,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	original := pool.DeepCopy()
+	helper, err := patch.NewHelper(pool, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	inUse, err := addressesOf(ctx, r.Client, pool.Namespace, pool.Name)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to list addresses: %w", err)
@@ -76,7 +79,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	} else if len(inUse) == 0 {
 		controllerutil.RemoveFinalizer(pool, ProtectPoolFinalizer)
 	}
-	return ctrl.Result{}, errors.Join(countErr, r.patchPool(ctx, original, pool))
+	return ctrl.Result{}, errors.Join(countErr, patchIfExists(ctx, helper, pool))
 }
 
 // countAddresses counts what a pool can give and what its IPAddresses hold;
@@ -100,25 +103,4 @@ func countAddresses(pool *inclusterv1alpha2.InClusterIPPool, inUse []ipamv1.IPAd
 		Free:       total - len(inUse),
 		OutOfRange: outOfRange.count(),
 	}, nil
-}
-
-// patchPool writes the pool's metadata, then its status, each only when it
-// changed.
-func (r *PoolReconciler) patchPool(ctx context.Context, original, pool *inclusterv1alpha2.InClusterIPPool) error {
-	status := pool.Status
-	pool.Status = original.Status
-	if !equality.Semantic.DeepEqual(original.ObjectMeta, pool.ObjectMeta) {
-		if err := client.IgnoreNotFound(r.Client.Patch(ctx, pool, client.MergeFrom(original))); err != nil {
-			return fmt.Errorf("failed to patch InClusterIPPool %s/%s: %w", pool.Namespace, pool.Name, err)
-		}
-	}
-	if equality.Semantic.DeepEqual(original.Status, status) {
-		return nil
-	}
-	base := pool.DeepCopy()
-	pool.Status = status
-	if err := client.IgnoreNotFound(r.Client.Status().Patch(ctx, pool, client.MergeFrom(base))); err != nil {
-		return fmt.Errorf("failed to patch the status of InClusterIPPool %s/%s: %w", pool.Namespace, pool.Name, err)
-	}
-	return nil
 }

@@ -67,11 +67,14 @@ package capiipamstandin
 
 import (
 	"context"
+	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/errors"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -180,4 +183,15 @@ func addressesOf(ctx context.Context, c client.Reader, namespace, pool string) (
 	addresses := &ipamv1.IPAddressList{}
 	err := c.List(ctx, addresses, client.InNamespace(namespace), client.MatchingFields{addressPoolField: poolKey(inClusterPoolRef(pool))})
 	return addresses.Items, err
+}
+
+// patchIfExists writes what changed of obj with Cluster API's patch helper,
+// as the provider does (ipamutil.ClaimReconciler.Reconcile); an object gone
+// once its last finalizer was removed is no error.
+func patchIfExists(ctx context.Context, helper *patch.Helper, obj client.Object) error {
+	// The helper returns an aggregate: filter it, errors.As sees no API status in it.
+	if err := errors.FilterOut(helper.Patch(ctx, obj), apierrors.IsNotFound); err != nil {
+		return fmt.Errorf("failed to patch %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
 }
