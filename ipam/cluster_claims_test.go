@@ -41,6 +41,7 @@ func TestClusterAPIAddressRendersAsCAPM3(t *testing.T) {
 	tests := []struct {
 		name    string
 		address capipamv1.IPAddressSpec
+		ipv6    bool
 		want    string
 	}{
 		{
@@ -55,12 +56,32 @@ func TestClusterAPIAddressRendersAsCAPM3(t *testing.T) {
 			want: `{"type": "ipv4", "id": "provisioning", "network_id": "provisioning", "link": "eth0", "ip_address": "203.0.113.5", "netmask": "255.255.255.252",
 				"routes": [{"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": "203.0.113.6", "services": [{"type": "dns", "address": "198.51.100.53"}]}]}`,
 		},
+		{
+			// renderNetworkNetworks: type ipv6, the mask written out as an
+			// IPv6 address (translateMask); getRoutesv6 likewise.
+			name:    "IPv6 with gateway",
+			address: capipamv1.IPAddressSpec{Address: "2001:db8:5::10", Prefix: ptr.To(int32(64)), Gateway: "2001:db8:5::1"},
+			ipv6:    true,
+			want: `{"type": "ipv6", "id": "provisioning", "network_id": "provisioning", "link": "eth0", "ip_address": "2001:db8:5::10", "netmask": "ffff:ffff:ffff:ffff::",
+				"routes": [{"network": "::", "netmask": "::", "gateway": "2001:db8:5::1", "services": [{"type": "dns", "address": "2001:db8:53::53"}]}]}`,
+		},
+		{
+			name:    "IPv6, a /120 prefix",
+			address: capipamv1.IPAddressSpec{Address: "2001:db8:6::1:5", Prefix: ptr.To(int32(120)), Gateway: "2001:db8:6::1:fe"},
+			ipv6:    true,
+			want: `{"type": "ipv6", "id": "provisioning", "network_id": "provisioning", "link": "eth0", "ip_address": "2001:db8:6::1:5", "netmask": "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00",
+				"routes": [{"network": "::", "netmask": "::", "gateway": "2001:db8:6::1:fe", "services": [{"type": "dns", "address": "2001:db8:53::53"}]}]}`,
+		},
 	}
-	fromClusterAPI := networkDataOn(capm3.IPPoolReference{Name: "rack", APIGroup: networkdata.ClusterAPIIPAMGroup, Kind: "InClusterIPPool"})
-	fromMetal3 := networkDataOn(capm3.IPPoolReference{Name: "rack"})
-	dns := networkdata.Address{IP: "198.51.100.9", Prefix: 24, DNSServers: []string{"198.51.100.53"}}
+	clusterAPIPool := capm3.IPPoolReference{Name: "rack", APIGroup: networkdata.ClusterAPIIPAMGroup, Kind: "InClusterIPPool"}
+	metal3Pool := capm3.IPPoolReference{Name: "rack"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			fromClusterAPI, fromMetal3 := networkDataOn(clusterAPIPool, tt.ipv6), networkDataOn(metal3Pool, tt.ipv6)
+			dns := networkdata.Address{IP: "198.51.100.9", Prefix: 24, DNSServers: []string{"198.51.100.53"}}
+			if tt.ipv6 {
+				dns = networkdata.Address{IP: "2001:db8:53::9", Prefix: 64, DNSServers: []string{"2001:db8:53::53"}}
+			}
 			address := addressOfClusterAPI(&capipamv1.IPAddress{Spec: tt.address})
 			assert.Empty(t, address.DNSServers, "an IPAddress of Cluster API IPAM has no DNS servers, and CAPM3 renders none")
 			got, err := networkdata.Render(fromClusterAPI, networkdata.Host{}, map[string]networkdata.Address{"rack": *address, "dns": dns})
@@ -80,21 +101,32 @@ func TestClusterAPIAddressRendersAsCAPM3(t *testing.T) {
 	}
 }
 
-// networkDataOn takes the address and default gateway of one network from
-// pool, and its DNS server from the Metal3 IPPool "dns".
-func networkDataOn(pool capm3.IPPoolReference) *capm3.NetworkData {
+// networkDataOn takes the address and default gateway of one network, IPv4
+// or IPv6, from pool, and its DNS server from the Metal3 IPPool "dns".
+func networkDataOn(pool capm3.IPPoolReference, ipv6 bool) *capm3.NetworkData {
+	networks := &capm3.NetworkDataNetwork{IPv4: []capm3.NetworkDataIPv4{{
+		ID: "provisioning", Link: "eth0", FromPoolRef: pool,
+		Routes: []capm3.NetworkDataRoutev4{{
+			Network: "0.0.0.0", Prefix: ptr.To(int32(0)),
+			Gateway:  capm3.NetworkGatewayv4{FromPoolRef: pool},
+			Services: &capm3.NetworkDataServicev4{DNSFromIPPool: "dns"},
+		}},
+	}}}
+	if ipv6 {
+		networks = &capm3.NetworkDataNetwork{IPv6: []capm3.NetworkDataIPv6{{
+			ID: "provisioning", Link: "eth0", FromPoolRef: pool,
+			Routes: []capm3.NetworkDataRoutev6{{
+				Network: "::", Prefix: ptr.To(int32(0)),
+				Gateway:  capm3.NetworkGatewayv6{FromPoolRef: pool},
+				Services: &capm3.NetworkDataServicev6{DNSFromIPPool: "dns"},
+			}},
+		}}}
+	}
 	return &capm3.NetworkData{
 		Links: &capm3.NetworkDataLink{Ethernets: []capm3.NetworkDataLinkEthernet{{
 			Type: "phy", Id: "eth0", MTU: 1500, MACAddress: &capm3.NetworkLinkEthernetMac{String: "52:54:00:00:00:01"},
 		}}},
-		Networks: &capm3.NetworkDataNetwork{IPv4: []capm3.NetworkDataIPv4{{
-			ID: "provisioning", Link: "eth0", FromPoolRef: pool,
-			Routes: []capm3.NetworkDataRoutev4{{
-				Network: "0.0.0.0", Prefix: ptr.To(int32(0)),
-				Gateway:  capm3.NetworkGatewayv4{FromPoolRef: pool},
-				Services: &capm3.NetworkDataServicev4{DNSFromIPPool: "dns"},
-			}},
-		}}},
+		Networks: networks,
 	}
 }
 
