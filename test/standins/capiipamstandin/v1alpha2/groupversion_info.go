@@ -15,13 +15,14 @@ limitations under the License.
 */
 
 // Package v1alpha2 is a test copy of the schema of the Cluster API in-cluster
-// IPAM provider's InClusterIPPool (kubernetes-sigs/
+// IPAM provider's pools (kubernetes-sigs/
 // cluster-api-ipam-provider-in-cluster, api/v1alpha2), for
 // test/standins/capiipamstandin. That provider is not served as a Go module
 // here, so its types cannot be imported: the group, version, kind, field
 // names and JSON are the provider's, so objects written for the real
-// provider (examples, docs) are accepted as they are. Left out:
-// GlobalInClusterIPPool, the prefix pools and spec.addressReuseGracePeriodSeconds
+// provider (examples, docs) are accepted as they are. GlobalInClusterIPPool
+// has its kind, scope and schema but the stand-in does not serve it. Left
+// out: the prefix pools and spec.addressReuseGracePeriodSeconds
 // (the stand-in gives a released address again at once, as the provider does
 // when that field is unset).
 //

@@ -23,6 +23,9 @@ import (
 // InClusterIPPoolKind is the kind an IPAddressClaim's spec.poolRef names.
 const InClusterIPPoolKind = "InClusterIPPool"
 
+// GlobalInClusterIPPoolKind is the kind of the provider's cluster-scoped pool.
+const GlobalInClusterIPPoolKind = "GlobalInClusterIPPool"
+
 // InClusterIPPoolSpec is the provider's pool spec.
 type InClusterIPPoolSpec struct {
 	// Addresses are the addresses to give: single addresses, CIDRs or
@@ -99,6 +102,34 @@ type InClusterIPPoolList struct {
 	Items           []InClusterIPPool `json:"items"`
 }
 
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:scope=Cluster,categories=cluster-api
+// +kubebuilder:printcolumn:name="Addresses",type="string",JSONPath=".spec.addresses",description="List of addresses, to allocate from"
+// +kubebuilder:printcolumn:name="Free",type="integer",JSONPath=".status.ipAddresses.free",description="Count of unallocated IPs in the pool"
+
+// GlobalInClusterIPPool is the provider's cluster-scoped pool, with the
+// spec and status of an InClusterIPPool: IPAddressClaims of any namespace
+// name it in spec.poolRef. The stand-in does not serve it; it is here so a
+// test control plane has the kind, scope and status a real one has.
+type GlobalInClusterIPPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InClusterIPPoolSpec   `json:"spec,omitempty"`
+	Status InClusterIPPoolStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// GlobalInClusterIPPoolList is a list of GlobalInClusterIPPool.
+type GlobalInClusterIPPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GlobalInClusterIPPool `json:"items"`
+}
+
 func init() {
-	SchemeBuilder.Register(&InClusterIPPool{}, &InClusterIPPoolList{})
+	SchemeBuilder.Register(&InClusterIPPool{}, &InClusterIPPoolList{}, &GlobalInClusterIPPool{}, &GlobalInClusterIPPoolList{})
 }

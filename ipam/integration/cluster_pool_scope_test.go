@@ -1,0 +1,93 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
+	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
+	inclusterv1alpha2 "github.com/capm3-preprov/capm3-preprov/test/standins/capiipamstandin/v1alpha2"
+)
+
+// A GlobalInClusterIPPool is cluster-scoped: the host's claim on it lives in
+// the host's namespace and names the pool by name only, and the pool a
+// waiting claim is checked against is read without a namespace, never a
+// namespaced pool of the same name in the host's namespace.
+func TestClaimOnAClusterScopedPoolReadsThePoolWithoutANamespace(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "global-pool-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	host := fixtures.Host(ns.Name, "node-0", "52:54:00:aa:bb:11", nil)
+	require.NoError(t, k8sClient.Create(ctx, host))
+	// A namespaced pool of the same name, with free addresses: reading it
+	// instead of the cluster-scoped one would hide that the latter is missing.
+	sameName := fixtures.InClusterIPPool(ns.Name, "shared", "192.0.2.10-192.0.2.20", 24, "192.0.2.1")
+	require.NoError(t, k8sClient.Create(ctx, sameName))
+	sameName.Status.Addresses = &inclusterv1alpha2.InClusterIPPoolStatusIPAddresses{Total: 11, Free: 11}
+	require.NoError(t, k8sClient.Status().Update(ctx, sameName))
+
+	pool := networkdata.Pool{Name: "shared", APIGroup: networkdata.ClusterAPIIPAMGroup, Kind: inclusterv1alpha2.GlobalInClusterIPPoolKind}
+	claims := &ipam.Claims{Client: k8sClient}
+	var writes expectations.Writes
+	ensure := func() ipam.PoolState {
+		t.Helper()
+		states, err := claims.EnsureClusterAPI(ctx, host, []networkdata.Pool{pool}, &writes)
+		require.NoError(t, err)
+		require.Len(t, states, 1)
+		return states[0]
+	}
+
+	state := ensure()
+	assert.Contains(t, state.Waiting, "waiting for the IPAM provider")
+	claim := &capipamv1.IPAddressClaim{}
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "node-0-shared"}, claim))
+	assert.Equal(t, capipamv1.IPPoolReference{APIGroup: networkdata.ClusterAPIIPAMGroup, Kind: inclusterv1alpha2.GlobalInClusterIPPoolKind,
+		Name: "shared"}, claim.Spec.PoolRef)
+
+	state = ensure()
+	assert.Contains(t, state.Failed, "does not exist in the cluster", "the missing cluster-scoped pool was not reported as missing")
+	assert.NotContains(t, state.Failed, "namespace")
+
+	global := &inclusterv1alpha2.GlobalInClusterIPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec:       inclusterv1alpha2.InClusterIPPoolSpec{Addresses: []string{"198.51.100.10-198.51.100.11"}, Prefix: 24},
+	}
+	require.NoError(t, k8sClient.Create(ctx, global))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), global) })
+	global.Status.Addresses = &inclusterv1alpha2.InClusterIPPoolStatusIPAddresses{Total: 2, Used: 2}
+	require.NoError(t, k8sClient.Status().Update(ctx, global))
+	state = ensure()
+	assert.Contains(t, state.Failed, "has no free address", "the cluster-scoped pool's count of free addresses was not read")
+
+	global.Status.Addresses = &inclusterv1alpha2.InClusterIPPoolStatusIPAddresses{Total: 2, Used: 1, Free: 1}
+	require.NoError(t, k8sClient.Status().Update(ctx, global))
+	state = ensure()
+	assert.Empty(t, state.Failed)
+	assert.Contains(t, state.Waiting, "waiting for the IPAM provider")
+	assert.Equal(t, ipam.ClusterAPIRecheck, state.RetryAfter)
+}
