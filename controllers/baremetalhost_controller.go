@@ -105,7 +105,6 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	hosts := &hostMapper{client: mgr.GetClient(), templates: r.Manager.Templates}
 	pools := &poolMapper{client: mgr.GetClient()}
-	toOwningHost := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})
 	hostController := ctrl.NewControllerManagedBy(mgr).
 		Named("baremetalhost").
 		WithOptions(options).

@@ -85,7 +85,7 @@ func (r *HandoffReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("capm3-handoff").
 		For(&bmov1alpha1.BareMetalHost{}, builder.WithPredicates(setUpByUs)).
 		WithEventFilter(notPausedOrMoving).
-		Watches(&ipamv1.IPClaim{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &bmov1alpha1.BareMetalHost{})).
+		Watches(&ipamv1.IPClaim{}, toOwningHost).
 		Watches(&capm3.Metal3Data{}, handler.EnqueueRequestsFromMapFunc(r.hostOfData)).
 		Complete(r)
 }
