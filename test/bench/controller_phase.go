@@ -150,7 +150,7 @@ func (b *bench) readManager(ctx context.Context, manager *managerProcess) (manag
 	}
 	peak := manager.runtimePeak()
 	memory := managerMemory{
-		peakRSS: peakRSS, endRSS: endRSS,
+		peakRSS: peakRSS, endRSS: endRSS, peakAnonRSS: peak.anonRSS, peakFileRSS: peak.fileRSS,
 		peakHeapAlloc: peak.heapAlloc, peakHeapInuse: peak.heapInuse, peakGoroutines: peak.goroutines,
 		endHeapAlloc: final.Sum("go_memstats_heap_alloc_bytes"), endHeapInuse: final.Sum("go_memstats_heap_inuse_bytes"),
 	}

@@ -45,9 +45,14 @@ type managerProcess struct {
 }
 
 // runtimePeak is the largest heap, and the most goroutines, the metrics
-// endpoint reported.
+// endpoint reported, and the largest anonymous and file-backed parts of the
+// resident set the kernel reported. The file-backed part is pages of the
+// binary: how many of them the kernel maps depends on where the linker put
+// the code that runs, so two builds of nearly the same code can differ by
+// megabytes there; the anonymous part is what the manager allocates.
 type runtimePeak struct {
 	heapAlloc, heapInuse, goroutines float64
+	anonRSS, fileRSS                 float64
 }
 
 // deploymentEnv is the environment the Deployment in the file gives the
@@ -127,6 +132,12 @@ func (m *managerProcess) sampleRuntime(ctx context.Context, interval time.Durati
 			m.peak.heapAlloc = max(m.peak.heapAlloc, sample.Sum("go_memstats_heap_alloc_bytes"))
 			m.peak.heapInuse = max(m.peak.heapInuse, sample.Sum("go_memstats_heap_inuse_bytes"))
 			m.peak.goroutines = max(m.peak.goroutines, sample.Sum("go_goroutines"))
+			m.mu.Unlock()
+		}
+		if status, err := procStatus(m.PID()); err == nil {
+			m.mu.Lock()
+			m.peak.anonRSS = max(m.peak.anonRSS, status["RssAnon"])
+			m.peak.fileRSS = max(m.peak.fileRSS, status["RssFile"])
 			m.mu.Unlock()
 		}
 		select {

@@ -178,6 +178,9 @@ func (r report) summary() section {
 	row("manager writes in the steady window", "%.0f", func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) })
 	row("manager's last write, after the last host was done (s)", "%.1f", func(run runResult) float64 { return seconds(run.lastWrite) })
 	row("manager peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakRSS / mib })
+	row("manager peak anonymous RSS, sampled each second (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakAnonRSS / mib })
+	row("manager peak file-backed RSS: the binary's pages, sampled each second (MiB)", "%.0f",
+		func(run runResult) float64 { return run.memory.peakFileRSS / mib })
 	row("manager RSS at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endRSS / mib })
 	row("manager peak heap alloc (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapAlloc / mib })
 	row("manager peak heap in use (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapInuse / mib })

@@ -67,6 +67,7 @@ type phaseResult struct {
 
 type managerMemory struct {
 	peakRSS, endRSS              float64
+	peakAnonRSS, peakFileRSS     float64
 	peakHeapAlloc, peakHeapInuse float64
 	endHeapAlloc, endHeapInuse   float64
 	peakGoroutines               float64
