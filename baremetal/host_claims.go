@@ -19,7 +19,9 @@ package baremetal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,40 +33,58 @@ import (
 )
 
 // releaseUnused releases the host's claims on pools other than pools and
-// clusterAPIPools, unless networkData (what its Secret holds) still names
-// their address, and the pool entries the backstop wrote for them.
+// clusterAPIPools, and the addresses IPAM left behind claims released while
+// it allocated them, unless users still use them (the host's Secret names
+// them, or its machine may still run with them: the claims it keeps for
+// that are returned), and the pool entries the backstop wrote for what it
+// releases.
 func (m *HostManager) releaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string,
-	clusterAPIPools []networkdata.Pool, networkData []byte,
-) error {
-	if ownership.ConsumedByOthers(host) {
-		// Its OS may run on any of them: BMO gives the OS the
-		// pre-provisioning data when the consumer sets no network data,
-		// and no Metal3Data marks them as CAPM3's marks its claims.
-		return nil
+	clusterAPIPools []networkdata.Pool, users ipam.AddressUsers,
+) ([]ipam.Held, error) {
+	held, err := m.Claims.ReleaseUnused(ctx, host, pools, users)
+	if err != nil {
+		return nil, err
 	}
-	if err := m.Claims.ReleaseUnused(ctx, host, pools, networkData); err != nil {
-		return err
+	clusterAPIHeld, err := m.Claims.ReleaseUnusedClusterAPI(ctx, host, clusterAPIPools, users)
+	if err != nil {
+		return nil, err
 	}
-	if err := m.Claims.ReleaseUnusedClusterAPI(ctx, host, clusterAPIPools, networkData); err != nil || m.Preallocations == nil {
-		return err
+	held = append(held, clusterAPIHeld...)
+	keep := slices.Clone(pools)
+	for _, claim := range held {
+		if claim.Pool.Metal3() {
+			keep = append(keep, claim.Pool.Name)
+		}
 	}
-	return m.Preallocations.RemoveUnused(ctx, host, pools, networkData)
+	if err := m.Claims.ReleaseLeftBehind(ctx, host, keep, users); err != nil || m.Preallocations == nil {
+		return held, err
+	}
+	return held, m.Preallocations.RemoveUnused(ctx, host, keep, users.NetworkData)
+}
+
+// addressUsers are what may still use the host's addresses besides its
+// claims: the network data its Secret holds, and its machine.
+func addressUsers(host *bmov1alpha1.BareMetalHost, secret *corev1.Secret) ipam.AddressUsers {
+	users := ipam.AddressUsers{Machine: func(since time.Time) (bool, string) {
+		use := MachineUseSince(host, since)
+		return use.InUse, use.Until
+	}}
+	if secret != nil {
+		users.NetworkData = secret.Data[preprovv1.NetworkDataKey]
+	}
+	return users
 }
 
 // releaseBeforeSetUp gives back what a host still paused for us claimed when
 // no single template selects it any more (a conflict, its template gone):
-// its claims, and the addresses IPAM left behind claims released while it
-// allocated them.
+// no machine ever ran with it.
 // A host we pointed at a Secret keeps its claims: its Secret may name them.
 func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
 	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
 		return nil
 	}
-	if err := m.releaseUnused(ctx, host, nil, nil, nil); err != nil {
-		return err
-	}
-	// A claim released while IPAM allocated it leaves its address behind.
-	return m.Claims.ReleaseLeftBehind(ctx, host)
+	_, err := m.releaseUnused(ctx, host, nil, nil, addressUsers(host, nil))
+	return err
 }
 
 // ReasonIPClaimRemade is the Warning of a host whose claim pointed at an

@@ -53,6 +53,9 @@ type hostSetUp struct {
 	secret          *corev1.Secret
 	claims          []ipam.PoolState
 	rendered        []byte
+	// held are the claims the host's network data no longer names that its
+	// machine may still run with.
+	held []ipam.Held
 }
 
 // setUpStep is one step of a host's set-up, as the phases of Cluster API's
@@ -72,6 +75,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 		// claims nothing.
 		m.readSecret,
 		m.driftWithoutClaims,
+		m.releaseBeforeClaiming,
 		m.claimAddresses,
 		m.renderNetworkData,
 		m.keepProvisionedHostsSecret,
@@ -85,7 +89,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 			return why, err
 		}
 	}
-	return Outcome{Phase: PhaseReady, Template: governing.Ref}, nil
+	return Outcome{Phase: PhaseReady, Template: governing.Ref, Held: s.held}, nil
 }
 
 // goOn is what a step returns when the set-up goes on.
@@ -137,7 +141,7 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 	if err != nil {
 		return failed(err)
 	}
-	clusterAPIStates, err := m.Claims.EnsureClusterAPI(ctx, s.host, s.clusterAPIPools, &m.writes)
+	clusterAPIStates, err := m.Claims.EnsureClusterAPI(ctx, s.host, s.clusterAPIPools, addressUsers(s.host, s.secret), &m.writes)
 	if err != nil {
 		return failed(err)
 	}
@@ -230,9 +234,28 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, s *hostSetUp) (bool
 	return goOn()
 }
 
-// releaseUnusedClaims releases the claims the Secret no longer uses.
+// releaseUnusedClaims releases the claims the Secret no longer uses, and
+// keeps those the host's machine may still run with.
 func (m *HostManager) releaseUnusedClaims(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
-	if err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, s.rendered); err != nil {
+	users := addressUsers(s.host, s.secret)
+	users.NetworkData = s.rendered
+	held, err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, users)
+	if err != nil {
+		return failed(err)
+	}
+	s.held = held
+	return goOn()
+}
+
+// releaseBeforeClaiming gives back, before the host waits for new claims,
+// the claims of a host we never pointed at its Secret on pools its template
+// no longer uses: no machine ever ran with them, and a pool the template
+// moved to may be exhausted for long.
+func (m *HostManager) releaseBeforeClaiming(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
+	if everPointedAtOurSecret(s.host) {
+		return goOn()
+	}
+	if _, err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, addressUsers(s.host, s.secret)); err != nil {
 		return failed(err)
 	}
 	return goOn()

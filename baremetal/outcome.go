@@ -34,6 +34,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
@@ -87,6 +88,10 @@ const (
 	// ReasonInspectionStalled warns that BMO has not got a host we unpaused
 	// past registering or inspecting in time.
 	ReasonInspectionStalled = "PreprovisioningInspectionStalled"
+	// ReasonAddressHeld says which claims the host's network data no
+	// longer names are kept because its machine may still use them, and
+	// what releases each.
+	ReasonAddressHeld = "PreprovisioningAddressHeld"
 	// EventAction is the action of all our events on hosts.
 	EventAction = "Preprovisioning"
 )
@@ -132,6 +137,10 @@ type Outcome struct {
 	// InspectionStalled is a Ready host that BMO has not got past
 	// registering or inspecting in time since we unpaused it.
 	InspectionStalled bool
+	// Held are the claims of a Ready host that its network data no longer
+	// names and that are kept because its machine may still run with
+	// their addresses.
+	Held []ipam.Held
 }
 
 // Equal reports whether two outcomes say the same.
@@ -139,7 +148,7 @@ func (o Outcome) Equal(other Outcome) bool {
 	return o.Phase == other.Phase && o.Ignored == other.Ignored && o.Waiting == other.Waiting && o.Template == other.Template && o.Reason == other.Reason &&
 		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP &&
 		o.CollidingData == other.CollidingData && slices.Equal(o.LeftOvers, other.LeftOvers) &&
-		o.InspectionStalled == other.InspectionStalled
+		o.InspectionStalled == other.InspectionStalled && slices.Equal(o.Held, other.Held)
 }
 
 // Reconcile takes one host as far as it can go now and reports the outcome:
@@ -202,12 +211,29 @@ func (m *HostManager) report(ctx context.Context, host *bmov1alpha1.BareMetalHos
 	if outcome.CollidingData != "" && outcome.CollidingData != previous.CollidingData {
 		m.event(host, corev1.EventTypeWarning, ReasonCAPM3NameCollision, CAPM3NameCollisionMessage(host.Name, outcome.CollidingData))
 	}
+	// Once when the claims kept for the host's machine change.
+	if len(outcome.Held) > 0 && !slices.Equal(outcome.Held, previous.Held) {
+		message, items := HeldMessage(outcome.Held)
+		ctrl.LoggerFrom(ctx).Info("Keeping claims the host's machine may still use", "claims", items)
+		m.event(host, corev1.EventTypeNormal, ReasonAddressHeld, message, items...)
+	}
 	// Once when a selected host's BMC address starts to need DHCP, not on
 	// every change of its phase.
 	if outcome.BootNeedsDHCP != "" && outcome.BootNeedsDHCP != previous.BootNeedsDHCP {
 		m.event(host, corev1.EventTypeWarning, ReasonBootNeedsDHCP, BootNeedsDHCPMessage(outcome.BootNeedsDHCP))
 	}
 	return nil
+}
+
+// HeldMessage says which claims are kept for the host's machine, one item
+// each.
+func HeldMessage(held []ipam.Held) (string, []string) {
+	items := make([]string, 0, len(held))
+	for _, claim := range held {
+		items = append(items, claim.String())
+	}
+	return "the host's network data no longer names these addresses, but a machine may still run with them, so they " +
+		"are not released yet: " + strings.Join(items, "; "), items
 }
 
 // problemOf is what is recorded on a host for an outcome: what the host's

@@ -87,3 +87,41 @@ func TestAddressLeftBehindAReleasedClaimIsReleased(t *testing.T) {
 	)
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-1")))
 }
+
+// A host that is set up and lives on keeps no address IPAM left behind one
+// of its released claims: its template moved it off the pool, and the
+// claim there was released while IPAM allocated it. The address is
+// released while the host lives, not only once it is deleted.
+func TestAddressLeftBehindALiveHostIsReleased(t *testing.T) {
+	ns := newNamespace(t)
+	rack := map[string]string{"rack": "r1"}
+	old := fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.10", "192.0.2.1")
+	create(t,
+		old,
+		fixtures.Pool(ns, "new", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", rack, fixtures.PoolNetworkData("new")),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", rack),
+	)
+	assert.Equal(t, "198.51.100.10", ipOf(waitForNetworkData(t, ns, "node-0")))
+
+	address := &ipamv1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "old-192-0-2-10", Finalizers: []string{ipamv1.IPAddressFinalizer},
+			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: ipamv1.GroupVersion.String(), Kind: "IPPool", Name: old.Name, UID: old.UID,
+			}},
+		},
+		Spec: ipamv1.IPAddressSpec{
+			Address: "192.0.2.10", Prefix: 24,
+			Pool:  corev1.ObjectReference{Name: "old", Namespace: ns},
+			Claim: corev1.ObjectReference{Name: "node-0-old", Namespace: ns},
+		},
+	}
+	create(t, address)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(address), &ipamv1.IPAddress{})
+		assert.True(c, apierrors.IsNotFound(err), "the address left behind node-0's released claim is still reserved for it")
+	}, waitTimeout, pollInterval)
+	assert.Equal(t, "198.51.100.10", ipOf(readNetworkData(t, ns, "node-0")))
+}

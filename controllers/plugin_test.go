@@ -238,6 +238,17 @@ func TestPluginExplains(t *testing.T) {
 		want: plugin.SituationStalled,
 		says: []string{"the host is still inspecting 15m0s after we set its network data", "Usual causes"},
 	}, {
+		name: "an address kept for the running ramdisk",
+		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
+			booted := time.Now().Add(-time.Hour)
+			movedToNewPool(t, metal3IPAM, ns, machineState{state: bmov1alpha1.StateAvailable, poweredOn: true, inspect: booted})
+			return "node-0"
+		},
+		want: plugin.SituationAddressesHeld,
+		says: []string{"set up from Metal3PreprovisioningTemplate/rack-r1", `IPClaim "node-0-old" on IPPool "old" is kept`,
+			"under Ironic's fast track", "Normal  PreprovisioningAddressHeld"},
+	}, {
 		name: "paused by someone else",
 		setUp: func(t *testing.T, ns string) string {
 			t.Helper()
@@ -423,7 +434,8 @@ func controllerAgrees(c *assert.CollectT, situation plugin.Situation, host *bmov
 		plugin.SituationOrphaned: baremetal.PhaseOrphaned, plugin.SituationDrift: baremetal.PhaseDrifted,
 		plugin.SituationWaitingForIPAM: baremetal.PhaseWaiting, plugin.SituationSetUp: baremetal.PhaseReady,
 		plugin.SituationStalled: baremetal.PhaseReady, plugin.SituationInvalidTemplate: baremetal.PhaseFailed,
-		plugin.SituationRenderFailed: baremetal.PhaseFailed, plugin.SituationClaimFailed: baremetal.PhaseFailed,
+		plugin.SituationAddressesHeld: baremetal.PhaseReady,
+		plugin.SituationRenderFailed:  baremetal.PhaseFailed, plugin.SituationClaimFailed: baremetal.PhaseFailed,
 	}
 	reason := map[plugin.Situation]string{
 		plugin.SituationInvalidTemplate: baremetal.ReasonTemplateInvalid, plugin.SituationRenderFailed: baremetal.ReasonRenderFailed,

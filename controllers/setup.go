@@ -73,7 +73,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*bar
 	hostManager := &baremetal.HostManager{
 		Client:    mgr.GetClient(),
 		Templates: templates,
-		Claims:    &ipam.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		Claims:    &ipam.Claims{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Indexed: true},
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		APIReader: mgr.GetAPIReader(),
 

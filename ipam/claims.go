@@ -83,9 +83,14 @@ type Claims struct {
 	// hold, such as objects of another shard (--watch-filter); the Client
 	// when nil.
 	APIReader client.Reader
-	// Clock tells how long a claim has pointed at a missing IPAddress (the
-	// real clock when nil).
+	// Clock tells how long a claim has pointed at a missing IPAddress and
+	// since when a claim's address is no longer in its host's network data
+	// (the real clock when nil).
 	Clock clock.PassiveClock
+	// Indexed is a Client that reads the manager's cache with our field
+	// indexes (internal/index): the IPAddresses left behind a claim are
+	// found through one; elsewhere they are listed by our label.
+	Indexed bool
 
 	// retries carry the note of a failed claim deleted to be made again.
 	retries pendingRetries

@@ -55,12 +55,12 @@ const kindIPAddressClaim = "IPAddressClaim"
 // EnsureClusterAPI makes sure the host has one IPAddressClaim on each Cluster
 // API IPAM pool and returns, pool by pool, its address or why there is none
 // yet, as Ensure does for Metal3 IPPools.
-func (c *Claims) EnsureClusterAPI(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []networkdata.Pool,
+func (c *Claims) EnsureClusterAPI(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []networkdata.Pool, users AddressUsers,
 	writes *expectations.Writes,
 ) ([]PoolState, error) {
 	states := make([]PoolState, 0, len(pools))
 	for _, pool := range pools {
-		state, err := c.ensureClusterAPIOne(ctx, host, pool, writes)
+		state, err := c.ensureClusterAPIOne(ctx, host, pool, users, writes)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (c *Claims) EnsureClusterAPI(ctx context.Context, host *bmov1alpha1.BareMet
 }
 
 func (c *Claims) ensureClusterAPIOne(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool networkdata.Pool,
-	writes *expectations.Writes,
+	users AddressUsers, writes *expectations.Writes,
 ) (PoolState, error) {
 	state := PoolState{Pool: pool.Name, Claim: ClaimName(host.Name, pool.Name), PoolKind: pool.Kind, ClaimKind: kindIPAddressClaim}
 	if state.nameTooLong() {
@@ -101,7 +101,7 @@ func (c *Claims) ensureClusterAPIOne(ctx context.Context, host *bmov1alpha1.Bare
 		state.Waiting = fmt.Sprintf("IPAddressClaim %q is being deleted; a new one is created once it is gone", state.Claim)
 		return state, nil
 	case !claimsPool(claim, pool):
-		return c.replaceClaimOfOtherPool(ctx, host, claim, pool, state)
+		return c.replaceClaimOfOtherPool(ctx, host, claim, pool, users, state)
 	case claim.Status.AddressRef.Name == "":
 		return c.unservedClaim(ctx, host, claim, pool, state)
 	}
@@ -156,11 +156,35 @@ func claimsPool(claim *capipamv1.IPAddressClaim, pool networkdata.Pool) bool {
 
 // replaceClaimOfOtherPool handles the host's claim of this name on a pool of
 // another kind (the template changed the pool's kind, keeping its name):
-// spec.poolRef cannot change, so the claim goes and a new one is made.
+// spec.poolRef cannot change, so the claim goes and a new one is made. The
+// new claim can only be made under the same name once the old one is gone,
+// so the old one goes only when nothing uses its address: neither the
+// host's Secret nor a machine that booted with it.
 func (c *Claims) replaceClaimOfOtherPool(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *capipamv1.IPAddressClaim,
-	pool networkdata.Pool, state PoolState,
+	pool networkdata.Pool, users AddressUsers, state PoolState,
 ) (PoolState, error) {
 	previous := networkdata.Pool{Name: claim.Spec.PoolRef.Name, APIGroup: claim.Spec.PoolRef.APIGroup, Kind: claim.Spec.PoolRef.Kind}
+	inUse, err := c.clusterAPIAddressReferenced(ctx, claim, users.NetworkData)
+	if err != nil {
+		return state, err
+	}
+	var until string
+	if !inUse && ownedForRelease(claim, host) {
+		held, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPAddressClaim, Claim: claim.Name, Pool: previous}, users)
+		if err != nil {
+			return state, err
+		}
+		if held != nil {
+			inUse, until = true, ": "+held.Until
+		}
+	}
+	if inUse {
+		state.Failed = fmt.Sprintf("IPAddressClaim %q claims from %s, not from %s the template now names, and the host may still "+
+			"use its address (its network data Secret names it%s); a claim of that name on %s can only be made once it is "+
+			"released: give %s another name in the template, so both claims can exist until the host no longer uses the old "+
+			"address", state.Claim, previous, pool, until, pool, pool)
+		return state, nil
+	}
 	ours := func(_ context.Context, claim *capipamv1.IPAddressClaim) (bool, error) {
 		return ownership.Ours(claim) && ownership.OwnedByHost(claim, host) && claim.DeletionTimestamp.IsZero(), nil
 	}

@@ -17,7 +17,6 @@ limitations under the License.
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -34,44 +33,67 @@ import (
 )
 
 // ReleaseUnusedClusterAPI deletes the host's IPAddressClaims on pools other
-// than keep, unless networkData (what the host's Secret holds) still names
-// their address; the provider then releases the address. Each delete is
-// fenced on the claim as decided on (deleteAsDecided). As with CAPM3's
-// releaseAddressFromPool, deleting the claim is the whole release.
+// than keep, and returns those it keeps for the host's machine, as
+// ReleaseUnused does for IPClaims; the provider then releases the address.
+// Each delete is fenced on the claim as decided on (deleteAsDecided). As
+// with CAPM3's releaseAddressFromPool, deleting the claim is the whole
+// release.
 func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []networkdata.Pool,
-	networkData []byte,
-) error {
+	users AddressUsers,
+) ([]Held, error) {
 	// Read without a copy, and never changed: only the host's are copied.
 	// The host's claims are named after pools of any kind, so they are
 	// found by owner; a namespace of Metal3 IPAM only has none to read.
 	claims := &capipamv1.IPAddressClaimList{}
 	if err := c.Client.List(ctx, claims, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy,
 		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
-		return fmt.Errorf("listing our IPAddressClaims: %w", err)
+		return nil, fmt.Errorf("listing our IPAddressClaims: %w", err)
+	}
+	kept := func(claim *capipamv1.IPAddressClaim) bool {
+		return slices.ContainsFunc(keep, func(pool networkdata.Pool) bool { return claimsPool(claim, pool) })
 	}
 	unused := func(ctx context.Context, claim *capipamv1.IPAddressClaim) (bool, error) {
-		if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() ||
-			slices.ContainsFunc(keep, func(pool networkdata.Pool) bool { return claimsPool(claim, pool) }) {
+		if !ownedForRelease(claim, host) || kept(claim) {
 			return false, nil
 		}
-		referenced, err := c.clusterAPIAddressReferenced(ctx, claim, networkData)
+		referenced, err := c.clusterAPIAddressReferenced(ctx, claim, users.NetworkData)
 		return !referenced, err
 	}
+	var held []Held
 	for i := range claims.Items {
-		if !ownership.OwnedByHost(&claims.Items[i], host) {
+		if !ownedForRelease(&claims.Items[i], host) {
 			continue
 		}
 		claim := claims.Items[i].DeepCopy()
+		free, err := unused(ctx, claim)
+		if err != nil {
+			return nil, err
+		}
+		if !free {
+			if err := c.clearUnusedSince(ctx, claim); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		pool := networkdata.Pool{Name: claim.Spec.PoolRef.Name, APIGroup: claim.Spec.PoolRef.APIGroup, Kind: claim.Spec.PoolRef.Kind}
+		hold, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPAddressClaim, Claim: claim.Name, Pool: pool}, users)
+		if err != nil {
+			return nil, err
+		}
+		if hold != nil {
+			held = append(held, *hold)
+			continue
+		}
 		deleted, err := deleteAsDecided(ctx, c.Client, c.apiReader(), claim, unused)
 		if err != nil {
-			return fmt.Errorf("releasing IPAddressClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
+			return nil, fmt.Errorf("releasing IPAddressClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
 		}
 		if deleted {
 			ctrl.LoggerFrom(ctx).Info("Released an IPAddressClaim the host's network data no longer uses", "claim", claim.Name,
 				"pool", claim.Spec.PoolRef.Name, "kind", claim.Spec.PoolRef.Kind)
 		}
 	}
-	return nil
+	return held, nil
 }
 
 // clusterAPIAddressReferenced is whether the network data names the
@@ -88,7 +110,7 @@ func (c *Claims) clusterAPIAddressReferenced(ctx context.Context, claim *capipam
 	case err != nil:
 		return false, fmt.Errorf("getting IPAddress %s/%s: %w", claim.Namespace, claim.Status.AddressRef.Name, err)
 	}
-	return bytes.Contains(networkData, []byte(`"`+address.Spec.Address+`"`)), nil
+	return networkDataNamesAddress(networkData, address.Spec.Address), nil
 }
 
 // MissingClusterAPI returns the Cluster API IPAM pools the host holds no

@@ -17,7 +17,6 @@ limitations under the License.
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -30,102 +29,164 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
 // ReleaseUnused deletes the host's claims on pools other than keep, so IPAM
-// releases their addresses. A claim is kept while
-// networkData (what the host's Secret holds; nil when it has none) still
-// names its address, and while CAPM3 uses it (a Metal3Data owns it). Each
+// releases their addresses, and returns those it keeps for the host's
+// machine. A claim is kept while the host's Secret (users.NetworkData)
+// still names its address, while CAPM3 uses it (a Metal3Data owns it), and
+// while the host's machine may still run with it (holdForMachine). Each
 // delete is fenced on the claim as decided on (deleteAsDecided), so a
 // Metal3Data owner the cache has not shown yet stops it.
-func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, networkData []byte,
-) error {
+func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, users AddressUsers,
+) ([]Held, error) {
 	// Claims are named after their pool: the pools of the namespace find
 	// them, with the cache's index or without.
 	pools := &ipamv1.IPPoolList{}
 	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
-		return fmt.Errorf("listing IPPools: %w", err)
+		return nil, fmt.Errorf("listing IPPools: %w", err)
 	}
+	var kept []Held
 	for _, pool := range pools.Items {
-		if slices.Contains(keep, pool.Name) {
-			continue
-		}
 		claim := &ipamv1.IPClaim{}
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: ClaimName(host.Name, pool.Name)}, claim)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool.Name), err)
+			return nil, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool.Name), err)
 		}
-		unused := func(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
-			return c.unused(ctx, host, claim, keep, networkData)
-		}
-		deleted, err := deleteAsDecided(ctx, c.Client, c.apiReader(), claim, unused)
+		held, err := c.releaseUnusedClaim(ctx, host, claim, keep, users)
 		if err != nil {
-			return fmt.Errorf("releasing IPClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
+			return nil, err
 		}
-		if deleted {
-			ctrl.LoggerFrom(ctx).Info("Released an IPClaim the host's network data no longer uses", "claim", claim.Name)
+		if held != nil {
+			kept = append(kept, *held)
 		}
 	}
-	return nil
+	return kept, nil
 }
 
-// unused is whether the host's claim can go: ours, not being deleted, on a
-// pool the host no longer uses, not used by CAPM3 (a Metal3Data owns it) and
-// its address not named in the host's network data.
+// releaseUnusedClaim releases one claim of the host's when nothing uses it,
+// or says why its machine keeps it.
+func (c *Claims) releaseUnusedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, keep []string,
+	users AddressUsers,
+) (*Held, error) {
+	if !ownedForRelease(claim, host) {
+		return nil, nil
+	}
+	used := slices.Contains(keep, claim.Spec.Pool.Name)
+	if !used {
+		referenced, err := c.addressReferenced(ctx, claim, users.NetworkData)
+		if err != nil {
+			return nil, err
+		}
+		used = referenced
+	}
+	if used {
+		return nil, c.clearUnusedSince(ctx, claim)
+	}
+	held, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPClaim, Claim: claim.Name,
+		Pool: networkdata.Pool{Name: claim.Spec.Pool.Name, APIGroup: networkdata.Metal3IPAMGroup, Kind: networkdata.Metal3PoolKind}}, users)
+	if err != nil || held != nil {
+		return held, err
+	}
+	unused := func(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
+		return c.unused(ctx, host, claim, keep, users.NetworkData)
+	}
+	deleted, err := deleteAsDecided(ctx, c.Client, c.apiReader(), claim, unused)
+	if err != nil {
+		return nil, fmt.Errorf("releasing IPClaim %s/%s the host no longer uses: %w", claim.Namespace, claim.Name, err)
+	}
+	if deleted {
+		ctrl.LoggerFrom(ctx).Info("Released an IPClaim the host's network data no longer uses", "claim", claim.Name)
+	}
+	return nil, nil
+}
+
+// ownedForRelease is a claim of the host's that is ours to release: ours,
+// not being deleted, and not used by CAPM3 (a Metal3Data owns it).
+func ownedForRelease(claim client.Object, host *bmov1alpha1.BareMetalHost) bool {
+	return ownership.Ours(claim) && ownership.OwnedByHost(claim, host) && claim.GetDeletionTimestamp().IsZero() &&
+		!ownership.UsedByCAPM3(claim)
+}
+
+// unused is whether the host's claim can go: ours to release, on a pool the
+// host no longer uses, and its address not named in the host's network data.
 func (c *Claims) unused(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, keep []string,
 	networkData []byte,
 ) (bool, error) {
-	if !ownership.Ours(claim) || !ownership.OwnedByHost(claim, host) || !claim.DeletionTimestamp.IsZero() ||
-		slices.Contains(keep, claim.Spec.Pool.Name) || ownership.UsedByCAPM3(claim) {
+	if !ownedForRelease(claim, host) || slices.Contains(keep, claim.Spec.Pool.Name) {
 		return false, nil
 	}
 	referenced, err := c.addressReferenced(ctx, claim, networkData)
 	return !referenced, err
 }
 
-// ReleaseLeftBehind releases the IPAddresses IPAM left behind the claims of
-// a host that holds none (a host paused for us whose claims were released):
-// IPAM creates a claim's address before it writes the claim's finalizer, so
-// a claim released while IPAM allocated it leaves its address behind,
-// reserved for the host's name until the host is deleted. The rules are the
-// sweep's (releaseAddress): the claim of that name is gone, and no new one
-// took the address over.
-func (c *Claims) ReleaseLeftBehind(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
-	addresses := &ipamv1.IPAddressList{}
-	// Read without a copy, and never changed: only the host's are copied.
-	if err := c.Client.List(ctx, addresses, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
-		return fmt.Errorf("listing the IPAddresses of our IPClaims: %w", err)
-	}
-	ofHost := func(address *ipamv1.IPAddress) bool {
-		hostName, ours := claimHost(address)
-		return ours && hostName == host.Name
+// ReleaseLeftBehind releases the IPAddresses IPAM left behind the host's
+// claims on pools other than keep: IPAM creates a claim's address before it
+// writes the claim's finalizer, so a claim released while IPAM allocated it
+// leaves its address behind, reserved for the claim's name until a claim of
+// that name takes it over or the host is deleted. An address goes once the
+// claim of its name is gone (the sweep's releaseAddress rules) and the
+// host's network data does not name it.
+func (c *Claims) ReleaseLeftBehind(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, users AddressUsers) error {
+	pools := &ipamv1.IPPoolList{}
+	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing IPPools: %w", err)
 	}
 	leftBehind := func(ctx context.Context, address *ipamv1.IPAddress) (bool, error) {
-		if !ofHost(address) {
+		if !ownership.Ours(address) || networkDataNamesAddress(users.NetworkData, string(address.Spec.Address)) {
 			return false, nil
 		}
 		return claimGone(ctx, c.Client, c.apiReader(), address)
 	}
-	for i := range addresses.Items {
-		if !ofHost(&addresses.Items[i]) {
+	for i := range pools.Items {
+		if slices.Contains(keep, pools.Items[i].Name) {
 			continue
 		}
-		address := addresses.Items[i].DeepCopy()
-		released, err := releaseAddress(ctx, c.Client, c.apiReader(), address, leftBehind)
+		claimName := ClaimName(host.Name, pools.Items[i].Name)
+		addresses, err := c.addressesLeftBy(ctx, host.Namespace, claimName)
 		if err != nil {
-			return fmt.Errorf("releasing IPAddress %s/%s that IPAM left behind a released IPClaim: %w", address.Namespace, address.Name, err)
+			return err
 		}
-		if released {
-			ctrl.LoggerFrom(ctx).Info("Released the IPAddress IPAM left behind a released IPClaim of the host",
-				"address", address.Name, "ip", address.Spec.Address, "claim", address.Spec.Claim.Name)
+		for j := range addresses {
+			address := addresses[j].DeepCopy()
+			released, err := releaseAddress(ctx, c.Client, c.apiReader(), address, leftBehind)
+			if err != nil {
+				return fmt.Errorf("releasing IPAddress %s/%s that IPAM left behind a released IPClaim: %w", address.Namespace, address.Name, err)
+			}
+			if released {
+				ctrl.LoggerFrom(ctx).Info("Released the IPAddress IPAM left behind a released IPClaim of the host",
+					"address", address.Name, "ip", address.Spec.Address, "claim", claimName)
+			}
 		}
 	}
 	return nil
+}
+
+// addressesLeftBy lists the IPAddresses allocated to a claim name that the
+// claim no longer owns: through the cache's index in the manager, and by our
+// label from the API elsewhere (kubectl preprov), where no index exists.
+func (c *Claims) addressesLeftBy(ctx context.Context, namespace, claimName string) ([]ipamv1.IPAddress, error) {
+	addresses := &ipamv1.IPAddressList{}
+	var err error
+	if c.Indexed {
+		err = c.Client.List(ctx, addresses, client.InNamespace(namespace), client.UnsafeDisableDeepCopy,
+			client.MatchingFields{index.UnownedAddressClaimField: claimName})
+	} else {
+		err = c.Client.List(ctx, addresses, client.InNamespace(namespace), client.UnsafeDisableDeepCopy,
+			client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the IPAddresses of IPClaim %s/%s: %w", namespace, claimName, err)
+	}
+	return slices.DeleteFunc(addresses.Items, func(address ipamv1.IPAddress) bool {
+		return address.Spec.Claim.Name != claimName || ownership.OwnedByIPClaim(&address, claimName)
+	}), nil
 }
 
 // addressReferenced is whether the network data names the claim's address.
@@ -141,7 +202,7 @@ func (c *Claims) addressReferenced(ctx context.Context, claim *ipamv1.IPClaim, n
 	case err != nil:
 		return false, fmt.Errorf("getting IPAddress %s/%s: %w", claim.Namespace, claim.Status.Address.Name, err)
 	}
-	return bytes.Contains(networkData, []byte(`"`+string(address.Spec.Address)+`"`)), nil
+	return networkDataNamesAddress(networkData, string(address.Spec.Address)), nil
 }
 
 // Missing returns the pools the host holds no claim of ours on.

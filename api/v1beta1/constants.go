@@ -73,6 +73,17 @@ const (
 	// addresses IPAM refused although they looked free (JSON).
 	RetryAnnotation = "preprovisioning.metal3.io/retry"
 
+	// UnusedSinceAnnotation records on a claim of ours when the host's
+	// network data stopped naming its address (RFC 3339). The claim is kept
+	// while the host's machine may still run with that address (its OS, or
+	// its deploy ramdisk under Ironic's fast track), and released once the
+	// host has been through a state after that time in which the machine
+	// boots with the new data (deprovisioned, powered off, inspected again).
+	UnusedSinceAnnotation = "preprovisioning.metal3.io/unused-since"
+	// HeldForAnnotation says, on a claim kept under UnusedSinceAnnotation,
+	// which machine may still use its address and what releases it.
+	HeldForAnnotation = "preprovisioning.metal3.io/held-for"
+
 	// PreallocatedForAnnotation is where earlier versions listed, on an
 	// IPPool, the spec.preAllocations keys they wrote (a JSON list). All
 	// annotations of an object together may not exceed 256 KiB, which the

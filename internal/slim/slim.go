@@ -33,9 +33,10 @@ import (
 )
 
 // Host keeps of a BareMetalHost only what we read: its metadata, the
-// spec fields of our contract, its BMC address (whose driver says whether the
-// ramdisk boots without DHCP), its provisioning state, when BMO started
-// registering and inspecting it, and its NICs' names and MACs. Inspection data (status.hardware) is most of a host's size, and
+// spec fields of our contract and its network data reference, its BMC
+// address (whose driver says whether the ramdisk boots without DHCP), its
+// provisioning and power state, when BMO started each operation on it, and
+// its NICs' names and MACs. Inspection data (status.hardware) is most of a host's size, and
 // a management cluster holds thousands of hosts. Patches stay correct: they
 // are computed between two copies of the slim object, so they carry only
 // our changes.
@@ -57,15 +58,22 @@ func HostCopy(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 			BootMACAddress:                 host.Spec.BootMACAddress,
 			ConsumerRef:                    host.Spec.ConsumerRef,
 			PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
-			BMC:                            bmov1alpha1.BMCDetails{Address: host.Spec.BMC.Address},
+			// Whether the OS gets other network data than ours.
+			NetworkData: host.Spec.NetworkData,
+			BMC:         bmov1alpha1.BMCDetails{Address: host.Spec.BMC.Address},
 		},
 		Status: bmov1alpha1.BareMetalHostStatus{
 			Provisioning: bmov1alpha1.ProvisionStatus{State: host.Status.Provisioning.State},
-			// When BMO started the host's registration and inspection: the
-			// inspection stall counts from them.
+			// Whether a fast-track ramdisk may still run.
+			PoweredOn: host.Status.PoweredOn,
+			// When BMO started each operation: the inspection stall counts
+			// from registration and inspection, and a machine booted after
+			// its network data changed no longer runs with the old data.
 			OperationHistory: bmov1alpha1.OperationHistory{
-				Register: bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Register.Start},
-				Inspect:  bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Inspect.Start},
+				Register:    bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Register.Start},
+				Inspect:     bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Inspect.Start},
+				Provision:   bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Provision.Start},
+				Deprovision: bmov1alpha1.OperationMetric{Start: host.Status.OperationHistory.Deprovision.Start},
 			},
 		},
 	}

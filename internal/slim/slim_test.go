@@ -36,6 +36,7 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 	now := metav1.Now()
 	registered := metav1.NewTime(now.Add(-time.Hour))
 	inspected, provisioned := metav1.NewTime(now.Add(-50*time.Minute)), metav1.NewTime(now.Add(-40*time.Minute))
+	deprovisioned := metav1.NewTime(now.Add(-30 * time.Minute))
 	host := &bmov1alpha1.BareMetalHost{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "node-0", Namespace: "metal3", UID: "uid-1", ResourceVersion: "42", Generation: 3,
@@ -51,6 +52,7 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 			BootMACAddress:                 "52:54:00:aa:bb:01",
 			ConsumerRef:                    &corev1.ObjectReference{Kind: "Metal3Machine", Name: "m"},
 			PreprovisioningNetworkDataName: "node-0-preprov-networkdata",
+			NetworkData:                    &corev1.SecretReference{Name: "node-0-networkdata"},
 			BMC:                            bmov1alpha1.BMCDetails{Address: "redfish://x", CredentialsName: "node-0-bmc"},
 			Description:                    "rack 1",
 		},
@@ -63,10 +65,12 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 				NIC:      []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01", IP: "192.0.2.10", Model: "virtio", SpeedGbps: 25}},
 			},
 			ErrorMessage: "old error",
+			PoweredOn:    true,
 			OperationHistory: bmov1alpha1.OperationHistory{
-				Register:  bmov1alpha1.OperationMetric{Start: registered, End: inspected},
-				Inspect:   bmov1alpha1.OperationMetric{Start: inspected, End: provisioned},
-				Provision: bmov1alpha1.OperationMetric{Start: provisioned},
+				Register:    bmov1alpha1.OperationMetric{Start: registered, End: inspected},
+				Inspect:     bmov1alpha1.OperationMetric{Start: inspected, End: provisioned},
+				Provision:   bmov1alpha1.OperationMetric{Start: provisioned, End: deprovisioned},
+				Deprovision: bmov1alpha1.OperationMetric{Start: deprovisioned},
 			},
 		},
 	}
@@ -81,17 +85,21 @@ func TestHostKeepsWhatWeRead(t *testing.T) {
 	assert.Equal(t, *want, slim.ObjectMeta)
 	assert.Equal(t, bmov1alpha1.BareMetalHostSpec{
 		Online: true, BootMACAddress: host.Spec.BootMACAddress, ConsumerRef: host.Spec.ConsumerRef,
-		PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName,
-		BMC:                            bmov1alpha1.BMCDetails{Address: "redfish://x"},
+		PreprovisioningNetworkDataName: host.Spec.PreprovisioningNetworkDataName, NetworkData: host.Spec.NetworkData,
+		BMC: bmov1alpha1.BMCDetails{Address: "redfish://x"},
 	}, slim.Spec)
 	assert.Equal(t, bmov1alpha1.BareMetalHostStatus{
 		Provisioning:    bmov1alpha1.ProvisionStatus{State: bmov1alpha1.StateProvisioned},
 		HardwareDetails: &bmov1alpha1.HardwareDetails{NIC: []bmov1alpha1.NIC{{Name: "enp1s0", MAC: "52:54:00:aa:bb:01"}}},
+		PoweredOn:       true,
 		OperationHistory: bmov1alpha1.OperationHistory{
-			Register: bmov1alpha1.OperationMetric{Start: registered},
-			Inspect:  bmov1alpha1.OperationMetric{Start: inspected},
+			Register:    bmov1alpha1.OperationMetric{Start: registered},
+			Inspect:     bmov1alpha1.OperationMetric{Start: inspected},
+			Provision:   bmov1alpha1.OperationMetric{Start: provisioned},
+			Deprovision: bmov1alpha1.OperationMetric{Start: deprovisioned},
 		},
-	}, slim.Status, "the starts of registration and inspection time the inspection stall")
+	}, slim.Status, "the starts of registration and inspection time the inspection stall; the power state and the "+
+		"starts of every boot tell whether a machine still runs with old network data")
 
 	uninspected, err := Host(&bmov1alpha1.BareMetalHost{})
 	require.NoError(t, err)

@@ -56,7 +56,7 @@ func TestClaimOnAClusterScopedPoolReadsThePoolWithoutANamespace(t *testing.T) {
 	var writes expectations.Writes
 	ensure := func() ipam.PoolState {
 		t.Helper()
-		states, err := claims.EnsureClusterAPI(ctx, host, []networkdata.Pool{pool}, &writes)
+		states, err := claims.EnsureClusterAPI(ctx, host, []networkdata.Pool{pool}, ipam.AddressUsers{}, &writes)
 		require.NoError(t, err)
 		require.Len(t, states, 1)
 		return states[0]

@@ -62,7 +62,8 @@ func TestNoClaimIsReleasedOnAStaleView(t *testing.T) {
 	}
 
 	claims := &ipam.Claims{Client: cache, APIReader: k8sClient}
-	require.NoError(t, claims.ReleaseUnused(ctx, host, []string{"new"}, nil))
+	_, err := claims.ReleaseUnused(ctx, host, []string{"new"}, ipam.AddressUsers{})
+	require.NoError(t, err)
 	sweeper := &ipam.Sweeper{Client: cache, APIReader: k8sClient}
 	require.NoError(t, sweeper.Sweep(ctx, ns.Name))
 

@@ -137,7 +137,7 @@ func clusterClaims(claims *ipam.Claims, reader client.Reader, recorder *writeRec
 				return nil, nil, err
 			}
 		}
-		clusterAPIStates, err := claims.EnsureClusterAPI(ctx, host, clusterAPIPools, writes)
+		clusterAPIStates, err := claims.EnsureClusterAPI(ctx, host, clusterAPIPools, ipam.AddressUsers{}, writes)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -60,6 +60,7 @@ const (
 	SituationNotSetUpYet     Situation = "NotSetUpYet"
 	SituationSetUp           Situation = "SetUp"
 	SituationStalled         Situation = "InspectionStalled"
+	SituationAddressesHeld   Situation = "AddressesHeld"
 	SituationDrift           Situation = "Drift"
 	SituationOrphaned        Situation = "Orphaned"
 )
@@ -238,6 +239,11 @@ func situation(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome, write
 		case outcome.InspectionStalled:
 			return SituationStalled, outcome.Message, "go through the usual causes the message lists: the host's status.errorMessage " +
 				"(BMO's) and kubectl preprov render (what the ramdisk got) tell most of them apart"
+		case len(outcome.Held) > 0:
+			message, _ := baremetal.HeldMessage(outcome.Held)
+			return SituationAddressesHeld, fmt.Sprintf("set up from %s; %s", outcome.Template, message),
+				"nothing: each claim is released once its machine boots with the new data, as its line says; the claim's " +
+					preprovv1.UnusedSinceAnnotation + " annotation says since when its address is out of the network data"
 		case writes:
 			return SituationNotSetUpYet, "the controller would set the host up now (see the writes below), but has not",
 				"check that the manager runs and manages this namespace (its --namespace and --watch-filter flags)"
