@@ -418,7 +418,8 @@ const MaxEventNote = 1024
 // with the first of the items it lists (in order) and a count of the rest,
 // keeping the words before and after the list. A message whose list cannot
 // be found in it, or that does not fit even so, is cut. The log and the
-// problem recorded on the host keep the full message.
+// problem recorded on the host keep the full message. Every event we emit
+// goes through it: the host's, the invalid template's, the handoff's.
 func EventNote(message string, items []string) string {
 	if len(message) <= MaxEventNote {
 		return message

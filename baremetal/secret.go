@@ -187,7 +187,12 @@ func (m *HostManager) writeSecret(ctx context.Context, s *hostSetUp) (bool, Outc
 		secret.Data = map[string][]byte{}
 	}
 	secret.Data[preprovv1.NetworkDataKey] = rendered
-	if err := m.Client.Patch(ctx, secret, client.MergeFrom(original)); err != nil {
+	// Fenced on the resourceVersion we read, as Cluster API's patch helper
+	// fences its writes: a Secret deleted and made again under our name by
+	// somebody else since (our cache still showing ours, or in the moment
+	// between the create that found the name taken and this patch) is a
+	// conflict, never overwritten. The retry reads it and stops the host.
+	if err := m.Client.Patch(ctx, secret, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return failed(fmt.Errorf("updating Secret %s/%s: %w", secret.Namespace, secret.Name, err))
 	}
 	m.event(host, corev1.EventTypeNormal, ReasonSecretUpdated,

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -64,4 +65,35 @@ func TestWarningLongerThanAnEventTakesArrives(t *testing.T) {
 	assert.Regexp(t, `… and [1-7] more$`, warning)
 	assert.NotContains(t, warning, `"provisioning-network-7"`)
 	assert.Equal(t, baremetal.ReasonIPClaimFailed, getHost(t, ns, "node-0").Annotations[preprovv1.ProblemAnnotation])
+}
+
+// The Warning of an invalid template names each of its problems: with many,
+// it is longer than an event may be, and still arrives, shortened, while
+// the template's Ready condition keeps them all.
+func TestInvalidTemplateWarningLongerThanAnEventTakesArrives(t *testing.T) {
+	ns := newNamespace(t)
+	networkData := fixtures.StaticNetworkData()
+	for i := range 24 {
+		networkData.Networks.IPv6SLAAC = append(networkData.Networks.IPv6SLAAC, capm3.NetworkDataIPv6DHCP{
+			ID: fmt.Sprintf("slaac-%d", i), Link: fmt.Sprintf("undefined-link-%d", i),
+		})
+	}
+	create(t, &preprovv1.Metal3PreprovisioningTemplate{ObjectMeta: metaNamed(ns, "invalid"), Spec: preprovv1.Metal3PreprovisioningTemplateSpec{
+		HostSelector: capm3.HostSelector{MatchLabels: map[string]string{"rack": "r1"}}, NetworkData: networkData,
+	}})
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ready := templateReady(c, getTemplate(c, ns, "invalid"))
+		assert.Equal(c, preprovv1.InvalidTemplateReason, ready.Reason)
+		assert.Greater(c, len(ready.Message), baremetal.MaxEventNote)
+		assert.Contains(c, ready.Message, `"undefined-link-23"`)
+	}, waitTimeout, pollInterval)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		events := templateEvents(c, ns, "invalid")
+		require.Len(c, events, 1)
+		assert.Equal(c, baremetal.ReasonTemplateInvalid, events[0].Reason)
+		assert.LessOrEqual(c, len(events[0].Note), baremetal.MaxEventNote)
+		assert.Contains(c, events[0].Note, `"undefined-link-0"`)
+		assert.True(c, strings.HasSuffix(events[0].Note, "…"), events[0].Note)
+	}, waitTimeout, pollInterval)
 }

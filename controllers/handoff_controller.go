@@ -67,7 +67,8 @@ func (r *HandoffReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if result.OutsideShard != "" {
 		ctrl.LoggerFrom(ctx).Error(errors.New(result.OutsideShard), "The host's Metal3Data is outside its shard", "reason", ReasonShardMismatch)
-		r.Recorder.Eventf(host, nil, corev1.EventTypeWarning, ReasonShardMismatch, baremetal.EventAction, "%s", result.OutsideShard)
+		r.Recorder.Eventf(host, nil, corev1.EventTypeWarning, ReasonShardMismatch, baremetal.EventAction, "%s",
+			baremetal.EventNote(result.OutsideShard, nil))
 	}
 	return ctrl.Result{RequeueAfter: result.RetryAfter}, nil
 }

@@ -107,7 +107,8 @@ func (r *TemplateStatusReconciler) reportInvalid(template *preprovv1.Metal3Prepr
 	if last := conditions.Get(template, preprovv1.ReadyCondition); last != nil && last.Reason == preprovv1.InvalidTemplateReason && last.Message == problem {
 		return
 	}
-	r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, baremetal.ReasonTemplateInvalid, baremetal.EventAction, "%s", problem)
+	r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, baremetal.ReasonTemplateInvalid, baremetal.EventAction, "%s",
+		baremetal.EventNote(problem, nil))
 }
 
 // SetupWithManager watches our templates, the data templates they name,

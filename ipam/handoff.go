@@ -52,6 +52,15 @@ type Handoff struct {
 // to date. It writes nothing when they already are. It tells what stops
 // the handoff when only a user can unblock it.
 func (h *Handoff) Reconcile(ctx context.Context, host *bmov1alpha1.BareMetalHost) (HandoffResult, error) {
+	if ownership.PausedBySomeoneElse(host) {
+		// CAPM3 pauses a host (metal3.io/capm3) while its Cluster is
+		// paused, as clusterctl move pauses it for the whole move: the
+		// host is held, and every path of ours leaves it alone. The
+		// host's update that lifts the pause brings it back.
+		ctrl.LoggerFrom(ctx).V(1).Info("Host is paused by someone else; leaving its claims alone",
+			"paused", host.Annotations[bmov1alpha1.PausedAnnotation])
+		return HandoffResult{}, nil
+	}
 	if ownership.ConsumedByOthers(host) {
 		// No Metal3Data is coming: the claims stay the host's alone.
 		return HandoffResult{}, nil
