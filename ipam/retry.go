@@ -154,7 +154,10 @@ func decideRetry(claim *ipamv1.IPClaim, pool *ipamv1.IPPool, usage poolUsage, in
 		}
 		return retryDecision{record: !hasRecord, refused: last.Address}
 	}
-	if wait := retryBackoff<<(last.Attempt-1) - now.Sub(claim.CreationTimestamp.Time); wait > 0 {
+	// A claim made "in the future" (the API server's clock ahead of ours)
+	// waits no longer than its backoff.
+	backoff := retryBackoff << (last.Attempt - 1)
+	if wait := min(backoff-now.Sub(claim.CreationTimestamp.Time), backoff); wait > 0 {
 		return retryDecision{after: wait}
 	}
 	return retryDecision{retry: true, note: retryNote{Address: free, Attempt: last.Attempt + 1, Refused: refused}}
