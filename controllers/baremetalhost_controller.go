@@ -104,7 +104,7 @@ func (r *BareMetalHostReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // SetupWithManager watches hosts and everything their network data depends on.
 func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	hosts := &hostMapper{client: mgr.GetClient(), templates: r.Manager.Templates}
-	pools := &poolMapper{client: mgr.GetClient()}
+	pools := &poolMapper{client: mgr.GetClient(), claims: r.Manager.Claims}
 	hostController := ctrl.NewControllerManagedBy(mgr).
 		Named("baremetalhost").
 		WithOptions(options).
@@ -113,9 +113,9 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplate),
 			builder.WithPredicates(notInInitialList)).
 		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forPreprovisioningTemplate),
-			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(notInInitialList, predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseRemoved))).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
-			builder.WithPredicates(notInInitialList, predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(notInInitialList, predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseRemoved))).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPool),
 			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedPreAllocation),
@@ -123,10 +123,13 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
 			builder.WithPredicates(notInInitialList, machineTemplateReferenceChanged)).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).
+		Watches(&ipamv1.IPClaim{}, handler.EnqueueRequestsFromMapFunc(pools.forSettledClaim), builder.WithPredicates(unservedClaimSettled)).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forAddress)).
 		Watches(&ipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedAddress), builder.WithPredicates(addressDeleted)).
 		Watches(&capipamv1.IPAddressClaim{}, toOwningHost).
 		Watches(&capipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(hosts.forClusterAPIAddress)).
+		Watches(&capipamv1.IPAddress{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedClusterAPIAddress),
+			builder.WithPredicates(addressDeleted)).
 		Watches(&corev1.Secret{}, toOwningHost)
 	// A management cluster may run another control plane provider than
 	// Kubeadm's; then no KubeadmControlPlane references a template.
@@ -174,10 +177,11 @@ var notInInitialList = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 }
 
-// poolAddressesChanged passes pool creations, deletions and changes of the
-// addresses a pool can give. IPAM writes a pool's status on every
-// allocation and the preAllocations backstop writes its spec: neither can
-// unblock a host.
+// poolAddressesChanged passes pool creations, deletions, changes of the
+// addresses a pool can give and the end of a pause (the event filter drops
+// the events of a paused pool, its growth included). IPAM writes a pool's
+// status on every allocation and the preAllocations backstop writes its
+// spec: neither can unblock a host.
 func poolAddressesChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -185,6 +189,9 @@ func poolAddressesChanged() predicate.Predicate {
 			newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
 			if !okOld || !okNew {
 				return false
+			}
+			if pauseRemoved.Update(e) {
+				return true
 			}
 			oldSpec, newSpec := oldPool.Spec.DeepCopy(), newPool.Spec.DeepCopy()
 			oldSpec.PreAllocations, newSpec.PreAllocations = nil, nil

@@ -234,3 +234,16 @@ var machineTemplateReferenceChanged = predicate.Funcs{
 		return referencedMachineTemplate(e.ObjectOld) != referencedMachineTemplate(e.ObjectNew)
 	},
 }
+
+// pauseRemoved passes the updates that end Cluster API's hold on an object
+// (ownership.PausedOrMoving): the event filter dropped what changed on it
+// meanwhile, an edit of a template or the growth of a pool, so the end of
+// the hold stands for all of it.
+var pauseRemoved = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return ownership.PausedOrMoving(e.ObjectOld) && !ownership.PausedOrMoving(e.ObjectNew)
+	},
+}

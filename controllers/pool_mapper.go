@@ -22,6 +22,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -30,20 +31,31 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
-	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
+	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
 // poolMapper maps pool events to the hosts that may be waiting on the pool.
 type poolMapper struct {
 	client client.Client
+	// claims tells which failed claims have their turn to be made again.
+	claims *ipam.Claims
 }
 
-// forPool maps a pool's creation, deletion or spec change to the hosts of
-// its namespace that are paused for us or that we set up: a host set up
-// earlier whose template now names the pool waits on it too.
+// forPool maps a pool's creation, deletion, spec change or unpause to the
+// hosts of its namespace that are paused for us, that we set up (a host set
+// up earlier whose template now names the pool waits on it too), that an
+// adopting template selects (they are neither), and to the hosts whose
+// failed claims on it have their turn.
 func (m *poolMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{}
 	var requests []reconcile.Request
+	add := func(host types.NamespacedName) {
+		if !seen[host] {
+			seen[host] = true
+			requests = append(requests, reconcile.Request{NamespacedName: host})
+		}
+	}
 	for _, selection := range []client.ListOption{
 		client.MatchingFields{index.HostPausedForUsField: "true"},
 		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
@@ -54,49 +66,126 @@ func (m *poolMapper) forPool(ctx context.Context, obj client.Object) []reconcile
 			return nil
 		}
 		for i := range hosts.Items {
-			request := requestFor(&hosts.Items[i])
-			if !seen[request.NamespacedName] {
-				seen[request.NamespacedName] = true
-				requests = append(requests, request)
-			}
+			add(client.ObjectKeyFromObject(&hosts.Items[i]))
 		}
+	}
+	for _, host := range m.hostsOfAdoptingTemplates(ctx, obj.GetNamespace()) {
+		add(host)
+	}
+	for _, request := range m.hostsToRetry(ctx, obj.GetNamespace(), obj.GetName()) {
+		add(request.NamespacedName)
 	}
 	return requests
 }
 
+// hostsOfAdoptingTemplates are the hosts that the namespace's templates
+// adopting existing hosts select: such a host is neither paused for us nor
+// labelled until it is set up.
+func (m *poolMapper) hostsOfAdoptingTemplates(ctx context.Context, namespace string) []types.NamespacedName {
+	templates := &preprovv1.Metal3PreprovisioningTemplateList{}
+	if err := m.client.List(ctx, templates, client.InNamespace(namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the templates whose adopted hosts an IPPool can unblock")
+		return nil
+	}
+	var hosts []types.NamespacedName
+	for i := range templates.Items {
+		if !templates.Items[i].Spec.AdoptExistingHosts {
+			continue
+		}
+		selector, err := template.HostSelector(templates.Items[i].Spec.HostSelector)
+		if err != nil {
+			continue
+		}
+		selected := &bmov1alpha1.BareMetalHostList{}
+		if err := m.client.List(ctx, selected, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts an adopting template selects")
+			return hosts
+		}
+		for j := range selected.Items {
+			hosts = append(hosts, client.ObjectKeyFromObject(&selected.Items[j]))
+		}
+	}
+	return hosts
+}
+
 // forReleasedAddress maps a deleted IPAddress to the hosts whose claims on
-// its pool failed: IPAM never looks at a failed claim again, and the freed
-// address may be theirs once the claim is made anew.
+// its pool failed and have their turn: IPAM never looks at a failed claim
+// again, and the freed address may be theirs once the claim is made anew.
 func (m *poolMapper) forReleasedAddress(ctx context.Context, obj client.Object) []reconcile.Request {
 	address, ok := obj.(*ipamv1.IPAddress)
 	if !ok {
 		return nil
 	}
-	return m.hostsWithFailedClaims(ctx, address.Namespace, address.Spec.Pool.Name)
+	return m.hostsToRetry(ctx, address.Namespace, address.Spec.Pool.Name)
+}
+
+// forReleasedClusterAPIAddress maps a deleted Cluster API IPAddress to the
+// hosts whose claims on the Metal3 IPPool of its pool's name failed and
+// have their turn: Metal3 IPAM counts such an address as taken in that pool
+// (getIndexes compares the pool's name only).
+func (m *poolMapper) forReleasedClusterAPIAddress(ctx context.Context, obj client.Object) []reconcile.Request {
+	address, ok := obj.(*capipamv1.IPAddress)
+	if !ok || address.Spec.PoolRef.Name == "" {
+		return nil
+	}
+	return m.hostsToRetry(ctx, address.Namespace, address.Spec.PoolRef.Name)
 }
 
 // forReleasedPreAllocation maps a pool that dropped or moved a
 // spec.preAllocations entry (the sweep removes those of deleted hosts) to
-// the hosts whose claims on it failed: the address is free again.
+// the hosts whose claims on it failed and have their turn: the address is
+// free again.
 func (m *poolMapper) forReleasedPreAllocation(ctx context.Context, obj client.Object) []reconcile.Request {
-	return m.hostsWithFailedClaims(ctx, obj.GetNamespace(), obj.GetName())
+	return m.hostsToRetry(ctx, obj.GetNamespace(), obj.GetName())
 }
 
-func (m *poolMapper) hostsWithFailedClaims(ctx context.Context, namespace, pool string) []reconcile.Request {
-	claims := &ipamv1.IPClaimList{}
-	if err := m.client.List(ctx, claims, client.InNamespace(namespace), client.MatchingFields{index.FailedClaimPoolField: pool},
-		client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims a released address can unblock")
+// forSettledClaim maps a claim IPAM stopped having to serve without giving
+// it an address (it failed, or was deleted unserved) to the hosts whose
+// failed claims on its pool now have their turn: IPAM serves unserved
+// claims first, so such a claim held a turn back.
+func (m *poolMapper) forSettledClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+	claim, ok := obj.(*ipamv1.IPClaim)
+	if !ok || claim.Spec.Pool.Name == "" {
 		return nil
 	}
-	var requests []reconcile.Request
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		for _, host := range ownership.HostOwners(claim) {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claim.Namespace, Name: host}})
-		}
+	return m.hostsToRetry(ctx, claim.Namespace, claim.Spec.Pool.Name)
+}
+
+// hostsToRetry are the hosts whose failed claims on the pool have their
+// turn to be made again (ipam.Claims.HostsToRetry): one freed address
+// wakes one of them, not all.
+func (m *poolMapper) hostsToRetry(ctx context.Context, namespace, pool string) []reconcile.Request {
+	hosts, err := m.claims.HostsToRetry(ctx, namespace, pool)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Finding the failed IPClaims a released address can unblock", "pool", pool)
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(hosts))
+	for _, host := range hosts {
+		requests = append(requests, reconcile.Request{NamespacedName: host})
 	}
 	return requests
+}
+
+// unservedClaimSettled passes a claim that IPAM stopped having to serve
+// without an address: an update that sets status.errorMessage, and the
+// deletion of a claim that had neither address nor error.
+var unservedClaimSettled = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldClaim, okOld := e.ObjectOld.(*ipamv1.IPClaim)
+		newClaim, okNew := e.ObjectNew.(*ipamv1.IPClaim)
+		return okOld && okNew && unserved(oldClaim) && newClaim.Status.ErrorMessage != nil
+	},
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		claim, ok := e.Object.(*ipamv1.IPClaim)
+		return ok && unserved(claim)
+	},
+}
+
+func unserved(claim *ipamv1.IPClaim) bool {
+	return claim.Status.Address == nil && claim.Status.ErrorMessage == nil
 }
 
 // preAllocationReleased passes pool updates that drop or change a
@@ -122,8 +211,8 @@ var preAllocationReleased = predicate.Funcs{
 	},
 }
 
-// addressDeleted passes only deletions: the one IPAddress event that frees
-// an address.
+// addressDeleted passes only deletions: the one IPAddress event (Metal3's
+// or Cluster API's) that frees an address.
 var addressDeleted = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },

@@ -36,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -221,7 +222,15 @@ func (c *Claims) failedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHos
 	if err != nil {
 		return state, err
 	}
-	decision := decideRetry(claim, pool, usage, c.clock().Now())
+	turns, err := c.retryTurns(ctx, pool, usage)
+	if err != nil {
+		return state, err
+	}
+	if _, problem := readRetryNote(claim); problem != "" {
+		ctrl.LoggerFrom(ctx).Info("Reading a hand-edited retry note", "claim", claim.Name, "problem", problem)
+	}
+	_, inTurn := turns.hostsByClaim[claim.Name]
+	decision := decideRetry(claim, pool, usage, inTurn, c.clock().Now())
 	switch {
 	case decision.retry:
 		if err := c.deleteToRetry(ctx, host, claim, decision.note); err != nil {
@@ -243,6 +252,10 @@ func (c *Claims) failedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHos
 	state.Failed = fmt.Sprintf("IPAM could not allocate an address from IPPool %q for IPClaim %q: %s; "+
 		"the claim is retried when the pool has a free address again (it grows, or one of its addresses is released)",
 		pool.Name, claim.Name, *claim.Status.ErrorMessage)
+	if decision.queued {
+		state.Failed += "; older failed claims on the pool take the addresses that look free first"
+		state.RetryAfter = turns.recheck
+	}
 	if decision.refused != "" {
 		state.Failed += fmt.Sprintf("; %s looks free but IPAM refused it %d times: IPAM sees an address of the pool that "+
 			"this manager does not (another shard's, or a Cluster API IPAddress)", decision.refused, retriesOfOneAddress)
@@ -257,7 +270,7 @@ func (c *Claims) deleteToRetry(ctx context.Context, host *bmov1alpha1.BareMetalH
 	if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &version})); err != nil {
 		return fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
 	}
-	c.retries.put(client.ObjectKeyFromObject(claim), host.UID, note)
+	c.retries.put(claim, host.UID, note, c.clock().Now())
 	return nil
 }
 

@@ -123,9 +123,56 @@ func TestDecideRetry(t *testing.T) {
 		annotations    map[string]string
 		preAllocations map[string]ipamv1.IPAddressStr
 		addresses      map[string]string
+		queued         bool
 		after          time.Duration
 		want           retryDecision
 	}{
+		{
+			// Older failed claims of the pool take the free address first.
+			name:        "an address is free but the claim's turn has not come: it waits",
+			annotations: map[string]string{preprovv1.PoolAddressesAnnotation: "2"},
+			addresses:   oneFree,
+			queued:      true,
+			want:        retryDecision{queued: true},
+		},
+		{
+			name:      "not in turn, first seen: the count is recorded",
+			addresses: oneFree,
+			queued:    true,
+			want:      retryDecision{record: true, queued: true},
+		},
+		{
+			name:        "a negative count, hand-edited, is written again",
+			annotations: map[string]string{preprovv1.PoolAddressesAnnotation: "-3"},
+			addresses:   exhausted,
+			want:        retryDecision{record: true},
+		},
+		{
+			name:        "attempt 0, hand-edited: the first attempt, backed off",
+			annotations: map[string]string{preprovv1.RetryAnnotation: `{"address":"192.0.2.11","attempt":0}`},
+			addresses:   oneFree,
+			want:        retryDecision{after: retryBackoff},
+		},
+		{
+			name:        "a negative attempt, hand-edited: the first attempt, backed off",
+			annotations: map[string]string{preprovv1.RetryAnnotation: `{"address":"192.0.2.11","attempt":-9223372036854775808}`},
+			addresses:   oneFree,
+			after:       time.Hour,
+			want:        retryDecision{retry: true, note: retryNote{Address: "192.0.2.11", Attempt: 2}},
+		},
+		{
+			name:        "a huge attempt, hand-edited: the last attempt",
+			annotations: map[string]string{preprovv1.RetryAnnotation: `{"address":"192.0.2.11","attempt":9223372036854775807}`},
+			addresses:   oneFree,
+			want:        retryDecision{record: true, refused: "192.0.2.11"},
+		},
+		{
+			name:        "a non-numeric attempt: no note",
+			annotations: map[string]string{preprovv1.RetryAnnotation: `{"address":"192.0.2.11","attempt":"x"}`},
+			addresses:   oneFree,
+			want:        retryDecision{retry: true, note: retryNote{Address: "192.0.2.11", Attempt: 1}},
+		},
+
 		{
 			name:      "exhausted, first seen: the count is recorded",
 			addresses: exhausted,
@@ -198,8 +245,78 @@ func TestDecideRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pool := tinyPool(tt.preAllocations)
-			got := decideRetry(failedClaim(tt.annotations), pool, usageOf(pool, tt.addresses), created.Add(tt.after))
+			got := decideRetry(failedClaim(tt.annotations), pool, usageOf(pool, tt.addresses), !tt.queued, created.Add(tt.after))
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// A retry note is an annotation anyone can edit: whatever it holds, it is
+// read as a note of the right shape, or as none.
+func TestReadRetryNote(t *testing.T) {
+	tests := []struct {
+		name  string
+		value string
+		want  retryNote
+		bad   bool
+	}{
+		{name: "a note we wrote", value: `{"address":"192.0.2.11","attempt":2,"refused":["192.0.2.10"]}`,
+			want: retryNote{Address: "192.0.2.11", Attempt: 2, Refused: []string{"192.0.2.10"}}},
+		{name: "not JSON", value: "three", bad: true},
+		{name: "not an object", value: `[1,2]`, bad: true},
+		{name: "attempt not a number", value: `{"address":"192.0.2.11","attempt":"2"}`, bad: true},
+		{name: "attempt beyond int64", value: `{"address":"192.0.2.11","attempt":1e40}`, bad: true},
+		{name: "no address", value: `{"attempt":2}`, bad: true},
+		{name: "address not an IP", value: `{"address":"node-0","attempt":2}`, bad: true},
+		{name: "attempt 0", value: `{"address":"192.0.2.11","attempt":0}`, want: retryNote{Address: "192.0.2.11", Attempt: 1}, bad: true},
+		{name: "attempt negative", value: `{"address":"192.0.2.11","attempt":-4}`, want: retryNote{Address: "192.0.2.11", Attempt: 1}, bad: true},
+		{name: "attempt huge", value: `{"address":"192.0.2.11","attempt":99999999999}`,
+			want: retryNote{Address: "192.0.2.11", Attempt: retriesOfOneAddress}, bad: true},
+		{name: "IPv6 spelled long", value: `{"address":"2001:db8:0:0::1","attempt":1,"refused":["2001:DB8::2","x","2001:db8::2"]}`,
+			want: retryNote{Address: "2001:db8::1", Attempt: 1, Refused: []string{"2001:db8::2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := &ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{preprovv1.RetryAnnotation: tt.value}}}
+			got, problem := readRetryNote(claim)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.bad, problem != "", "problem: %q", problem)
+		})
+	}
+}
+
+// Whatever the annotations of a failed claim hold, deciding on it never
+// panics, never backs off longer than the last backoff, and never makes a
+// claim with an attempt outside 1..retriesOfOneAddress.
+func FuzzDecideRetry(f *testing.F) {
+	f.Add(`{"address":"192.0.2.11","attempt":0}`, "1", int64(0))
+	f.Add(`{"address":"192.0.2.11","attempt":-1}`, "-1", int64(1))
+	f.Add(`{"address":"192.0.2.10","attempt":9223372036854775807,"refused":["192.0.2.11"]}`, "99999999999999999999", int64(5))
+	f.Add(`{"address":"::1","attempt":"x"}`, "x", int64(-5))
+	f.Fuzz(func(t *testing.T, note, recorded string, afterSeconds int64) {
+		created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+		claim := &ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{
+			Name: "c-pool", CreationTimestamp: metav1.NewTime(created),
+			Annotations: map[string]string{preprovv1.RetryAnnotation: note, preprovv1.PoolAddressesAnnotation: recorded},
+		}}
+		pool := tinyPool(nil)
+		for _, addresses := range []map[string]string{{}, {"a-pool": "192.0.2.10"}, {"a-pool": "192.0.2.10", "b-pool": "192.0.2.11"}} {
+			got := decideRetry(claim, pool, usageOf(pool, addresses), true, created.Add(time.Duration(afterSeconds)*time.Second))
+			assert.LessOrEqual(t, got.after, retryBackoff<<(retriesOfOneAddress-1))
+			if got.retry {
+				assert.GreaterOrEqual(t, got.note.Attempt, 1)
+				assert.LessOrEqual(t, got.note.Attempt, retriesOfOneAddress)
+			}
+		}
+	})
+}
+
+// The count of free addresses stops at its limit: a large range is not
+// walked to its end.
+func TestFreeCount(t *testing.T) {
+	pool := tinyPool(map[string]ipamv1.IPAddressStr{"b-pool": "192.0.2.11"})
+	assert.Equal(t, 0, usageOf(pool, map[string]string{"a-pool": "192.0.2.10"}).freeCount(pool, 5))
+	assert.Equal(t, 1, usageOf(pool, nil).freeCount(pool, 5))
+	wide := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{Pools: []ipamv1.Pool{{Subnet: ptr.To(ipamv1.IPSubnetStr("10.0.0.0/8"))}}}}
+	assert.Equal(t, 3, usageOf(wide, nil).freeCount(wide, 3))
 }

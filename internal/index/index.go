@@ -64,10 +64,6 @@ const (
 	// the addresses in use cost the index nothing (an entry per address
 	// was the most of the memory the manager's indexes took).
 	UnownedAddressClaimField = "spec.claim.name.unowned"
-	// FailedClaimPoolField indexes our IPClaims that IPAM failed
-	// (status.errorMessage) by their pool: the claims an address freed in
-	// that pool can unblock.
-	FailedClaimPoolField = "preprovisioning.metal3.io/failed-on-pool"
 	// HostNameStemField indexes BareMetalHosts named "<stem>-<digits>" by
 	// <stem>: the Metal3DataTemplate whose Metal3Data CAPM3 would name like
 	// the host. The template webhook finds such hosts without reading all
@@ -100,9 +96,6 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	}
 	if err := indexer.IndexField(ctx, &ipamv1.IPAddress{}, UnownedAddressClaimField, unownedAddressClaim); err != nil {
 		return fmt.Errorf("indexing IPAddresses by the claim that no longer owns them: %w", err)
-	}
-	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, FailedClaimPoolField, failedClaimPool); err != nil {
-		return fmt.Errorf("indexing failed IPClaims by pool: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, ClaimHostField, claimHost); err != nil {
 		return fmt.Errorf("indexing IPClaims by host: %w", err)
@@ -172,14 +165,6 @@ func unownedAddressClaim(obj client.Object) []string {
 		return nil
 	}
 	return []string{address.Spec.Claim.Name}
-}
-
-func failedClaimPool(obj client.Object) []string {
-	claim, ok := obj.(*ipamv1.IPClaim)
-	if !ok || claim.Status.ErrorMessage == nil || !ownership.Ours(claim) {
-		return nil
-	}
-	return []string{claim.Spec.Pool.Name}
 }
 
 func hostNameStem(obj client.Object) []string {

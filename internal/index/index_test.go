@@ -45,31 +45,6 @@ func TestHostPausedForUs(t *testing.T) {
 	}
 }
 
-func TestFailedClaimPool(t *testing.T) {
-	failed := "Exhausted IP Pools"
-	ours := map[string]string{"preprovisioning.metal3.io/managed": "true"}
-	tests := []struct {
-		name   string
-		labels map[string]string
-		error  *string
-		want   []string
-	}{
-		{name: "ours, failed", labels: ours, error: &failed, want: []string{"provisioning"}},
-		{name: "ours, waiting or served", labels: ours},
-		{name: "someone else's, failed", error: &failed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			claim := &ipamv1.IPClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: "node-0-provisioning", Labels: tt.labels},
-				Spec:       ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: "provisioning"}},
-				Status:     ipamv1.IPClaimStatus{ErrorMessage: tt.error},
-			}
-			assert.Equal(t, tt.want, failedClaimPool(claim))
-		})
-	}
-}
-
 // Only an address its claim no longer owns is indexed: the garbage
 // collector drops the owner reference of a claim that is gone, whatever
 // its UID was.

@@ -49,9 +49,10 @@ const (
 	scenarioHandoff  = "handoff"
 	scenarioShard    = "shard"
 	scenarioDelete   = "delete"
+	scenarioHerd     = "herd"
 )
 
-var scenarios = []string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard, scenarioDelete}
+var scenarios = []string{scenarioPlain, scenarioHardware, scenarioRestart, scenarioHandoff, scenarioShard, scenarioDelete, scenarioHerd}
 
 type config struct {
 	hosts    int
@@ -89,7 +90,8 @@ func main() {
 			"restart: a fresh manager, then a leader change, on a set-up fleet; "+
 			"handoff: a simulated CAPM3 provisions every set-up host; "+
 			"shard: the hosts split between two managers with --watch-filter, each with its own Lease and identity, against two floors; "+
-			"delete: every host of a set-up fleet deleted at once with the manager running, against the same deletes with none.")
+			"delete: every host of a set-up fleet deleted at once with the manager running, against the same deletes with none; "+
+			"herd: the hosts on one pool of 10 addresses, the 10 set up then deleted: the claim writes per freed address.")
 	flag.StringVar(&cfg.manager, "manager", "bin/manager", "The manager binary.")
 	deployment := flag.String("deployment", "config/manager/manager.yaml",
 		"The manager's Deployment: the manager runs with its container's environment (GOMEMLIMIT).")
@@ -135,6 +137,8 @@ func validate(cfg config) error {
 		return errors.New("-runs must be at least 1")
 	case !slices.Contains(scenarios, cfg.scenario):
 		return fmt.Errorf("-scenario must be one of %s, not %q", strings.Join(scenarios, ", "), cfg.scenario)
+	case cfg.scenario == scenarioHerd && cfg.hosts <= herdPoolSize:
+		return fmt.Errorf("-scenario %s needs more than %d hosts, the size of its pool", scenarioHerd, herdPoolSize)
 	case cfg.scenario == scenarioShard && cfg.hosts < len(shardNames):
 		return fmt.Errorf("-scenario %s needs at least %d hosts, one per shard", scenarioShard, len(shardNames))
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
@@ -178,6 +182,9 @@ func run(cfg config) error {
 		case scenarioDelete:
 			progressf("run %d: fleet deleted in %.1f s with the manager, %.1f s without", i,
 				result.deletion.controller.Seconds(), result.deletion.floor.Seconds())
+		case scenarioHerd:
+			progressf("run %d: %d freed addresses taken in %.1f s, %.1f IPClaim writes per freed address", i,
+				result.herd.freed, result.herd.taken.Seconds(), claimWritesPerFreedAddress(result))
 		default:
 			progressf("run %d: controller %.1f s, floor %.1f s", i, result.controller.wall.Seconds(), result.floor.wall.Seconds())
 		}

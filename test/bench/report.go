@@ -50,6 +50,8 @@ func (r report) sections() []section {
 		return r.shardSections()
 	case scenarioDelete:
 		return r.deleteSections()
+	case scenarioHerd:
+		return r.herdSections()
 	}
 	return []section{
 		r.machine.section(), r.goals(), r.summary(), r.perRun(),

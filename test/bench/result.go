@@ -43,6 +43,8 @@ type runResult struct {
 	handoff handoffResult
 	// deletion is the delete scenario's.
 	deletion deleteResult
+	// herd is the herd scenario's.
+	herd herdResult
 	// shards are the shard scenario's managers, by shard.
 	shards map[string]shardManager
 }

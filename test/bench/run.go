@@ -67,7 +67,7 @@ func runOnce(ctx context.Context, cfg config, run int) (runResult, string, error
 
 func (b *bench) run(ctx context.Context) (err error) {
 	progressf("run %d: starting a control plane", b.result.run)
-	if b.cp, err = startControlPlane(filepath.Join(b.dir, "audit.log"), b.cfg.limits, b.cfg.scenario == scenarioDelete); err != nil {
+	if b.cp, err = startControlPlane(filepath.Join(b.dir, "audit.log"), b.cfg.limits, b.cfg.scenario == scenarioDelete || b.cfg.scenario == scenarioHerd); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, b.cp.Stop()) }()
@@ -77,7 +77,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 	}
 	defer func() { err = errors.Join(err, standIn.Stop()) }()
 
-	// The restart and handoff scenarios have no floor: they measure a
+	// The restart, handoff and herd scenarios have no floor: they measure a
 	// manager on a fleet that is set up already. The delete scenario's
 	// floor is the same deletes with no manager.
 	switch b.cfg.scenario {
@@ -87,6 +87,8 @@ func (b *bench) run(ctx context.Context) (err error) {
 		err = b.handoffPhase(ctx)
 	case scenarioDelete:
 		err = b.deletePhase(ctx)
+	case scenarioHerd:
+		err = b.herdPhase(ctx)
 	case scenarioShard:
 		if err = b.shardPhase(ctx); err == nil {
 			err = b.floorPhase(ctx)

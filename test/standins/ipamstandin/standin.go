@@ -22,9 +22,19 @@ limitations under the License.
 //   - it serves the IPClaims of a pool's namespace whose spec.pool.name names
 //     the pool, and only pools whose spec.clusterName is unset or names a
 //     Cluster that exists;
+//   - it drops the events of objects paused with cluster.x-k8s.io/paused, a
+//     paused pool's growth included (its event filter, CAPI's
+//     ResourceNotPaused); the update that ends the pause brings the pool
+//     back. A paused pool whose Cluster exists, or whose Cluster is paused,
+//     is not served, and looked at again 30 s later (IPPoolReconciler's
+//     IsPaused); a paused pool without a clusterName is served when a
+//     claim's event brings it, as IPAM's Reconcile checks the pause only
+//     with a Cluster;
 //   - what a pool has given is read from the IPAddress objects in its cache
-//     (getIndexes): each address is allocated to the claim name in its
-//     spec.claim, whether or not that claim still exists, and a claim whose
+//     (getIndexes), Metal3's and Cluster API's whose spec.poolRef.name is
+//     the pool's name, whatever its kind: each address is allocated to the
+//     claim name in its spec.claim (spec.claimRef), whether or not that
+//     claim still exists, and a claim whose
 //     name already has an address gets that address, object and all, without
 //     a new one (createAddress);
 //   - for a claim with neither status.address nor status.errorMessage it
@@ -55,6 +65,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +73,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -91,8 +105,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("ipam-standin").
 		For(&ipamv1.IPPool{}).
 		Watches(&ipamv1.IPClaim{}, handler.EnqueueRequestsFromMapFunc(claimToPool)).
+		WithEventFilter(predicates.ResourceNotPaused(mgr.GetScheme(), mgr.GetLogger())).
 		Complete(r)
 }
+
+// pausedRequeue is how soon IPAM looks again at a paused pool of a Cluster
+// (its requeueAfter).
+const pausedRequeue = 30 * time.Second
 
 func claimToPool(_ context.Context, obj client.Object) []reconcile.Request {
 	claim, ok := obj.(*ipamv1.IPClaim)
@@ -116,8 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if served, err := r.clusterExists(ctx, pool); err != nil || !served {
+	cluster, served, err := r.cluster(ctx, pool)
+	if err != nil || !served {
 		return ctrl.Result{}, err
+	}
+	if cluster != nil && (ptr.Deref(cluster.Spec.Paused, false) || annotations.HasPaused(pool)) {
+		return ctrl.Result{RequeueAfter: pausedRequeue}, nil
 	}
 	index, err := r.index(ctx, pool)
 	if err != nil {
@@ -166,19 +189,32 @@ func (r *Reconciler) index(ctx context.Context, pool *ipamv1.IPPool) (*poolIndex
 			index.allocations[address.Spec.Claim.Name] = address.Spec.Address
 		}
 	}
+	clusterAPIAddresses := &capipamv1.IPAddressList{}
+	if err := r.Client.List(ctx, clusterAPIAddresses, client.InNamespace(pool.Namespace)); err != nil {
+		return nil, err
+	}
+	for _, address := range clusterAPIAddresses.Items {
+		if address.Spec.PoolRef.Name == pool.Name {
+			ip := ipamv1.IPAddressStr(address.Spec.Address)
+			index.used[canonical(ip)] = true
+			index.allocations[address.Spec.ClaimRef.Name] = ip
+		}
+	}
 	return index, nil
 }
 
-func (r *Reconciler) clusterExists(ctx context.Context, pool *ipamv1.IPPool) (bool, error) {
+// cluster reads the pool's Cluster, if it names one, and tells whether the
+// pool is served: without a clusterName, or once its Cluster exists.
+func (r *Reconciler) cluster(ctx context.Context, pool *ipamv1.IPPool) (*clusterv1.Cluster, bool, error) {
 	if pool.Spec.ClusterName == nil || *pool.Spec.ClusterName == "" {
-		return true, nil
+		return nil, true, nil
 	}
 	cluster := &clusterv1.Cluster{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: *pool.Spec.ClusterName}, cluster)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, false, nil
 	}
-	return err == nil, err
+	return cluster, err == nil, err
 }
 
 // serve gives a claim its address (IPAM's updateAddress and createAddress):
