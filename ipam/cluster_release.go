@@ -17,7 +17,6 @@ limitations under the License.
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -88,7 +87,7 @@ func (c *Claims) clusterAPIAddressReferenced(ctx context.Context, claim *capipam
 	case err != nil:
 		return false, fmt.Errorf("getting IPAddress %s/%s: %w", claim.Namespace, claim.Status.AddressRef.Name, err)
 	}
-	return bytes.Contains(networkData, []byte(`"`+address.Spec.Address+`"`)), nil
+	return networkDataNamesAddress(networkData, address.Spec.Address), nil
 }
 
 // MissingClusterAPI returns the Cluster API IPAM pools the host holds no

@@ -17,7 +17,6 @@ limitations under the License.
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -141,7 +140,7 @@ func (c *Claims) addressReferenced(ctx context.Context, claim *ipamv1.IPClaim, n
 	case err != nil:
 		return false, fmt.Errorf("getting IPAddress %s/%s: %w", claim.Namespace, claim.Status.Address.Name, err)
 	}
-	return bytes.Contains(networkData, []byte(`"`+string(address.Spec.Address)+`"`)), nil
+	return networkDataNamesAddress(networkData, string(address.Spec.Address)), nil
 }
 
 // Missing returns the pools the host holds no claim of ours on.
