@@ -17,6 +17,7 @@ limitations under the License.
 package ipam
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,14 +26,11 @@ import (
 func TestNetworkDataNamesAddress(t *testing.T) {
 	// networks is a document whose networks have these ip_address values.
 	networks := func(addresses ...string) string {
-		document := `{"links": [], "services": [], "networks": [`
-		for i, address := range addresses {
-			if i > 0 {
-				document += ", "
-			}
-			document += `{"id": "n", "type": "ipv6", "ip_address": "` + address + `"}`
+		entries := make([]string, 0, len(addresses))
+		for _, address := range addresses {
+			entries = append(entries, `{"id": "n", "type": "ipv6", "ip_address": "`+address+`"}`)
 		}
-		return document + `]}`
+		return `{"links": [], "services": [], "networks": [` + strings.Join(entries, ", ") + `]}`
 	}
 	tests := []struct {
 		name        string
