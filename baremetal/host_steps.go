@@ -75,6 +75,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 		// claims nothing.
 		m.readSecret,
 		m.driftWithoutClaims,
+		m.refuseSharedPoolNames,
 		m.releaseBeforeClaiming,
 		m.claimAddresses,
 		m.renderNetworkData,

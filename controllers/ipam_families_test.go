@@ -103,7 +103,7 @@ var clusterAPIIPAM = ipamFamily{
 		if view.address == "" {
 			pool := &inclusterv1alpha2.InClusterIPPool{}
 			require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: claim.Spec.PoolRef.Name}, pool))
-			view.refused = pool.Status.Addresses != nil && pool.Status.Addresses.Free == 0
+			view.refused = pool.Status.Addresses != nil && pool.Status.Addresses.Free <= 0
 		}
 		return view
 	},

@@ -550,7 +550,7 @@ func TestPluginClusterAPIPool(t *testing.T) {
 		require.NoError(c, err)
 		assert.Contains(c, out, "BareMetalHost "+ns+"/node-0: "+string(plugin.SituationSetUp))
 		assert.Contains(c, out, "Addresses (the host's claims on the pools of its template):\n  "+claimLine+"10.0.0.7/24, gateway 10.0.0.1\n")
-		assert.Contains(c, out, "the OS gets CAPM3's own IPAddressClaim <Metal3Data>-rack1 on ManualIPPool rack1, so its address may differ")
+		assert.Contains(c, out, "the OS gets CAPM3's own IPAddressClaim <Metal3Data>-rack1 on ManualIPPool rack1, so it gets a different address from this one")
 		assert.Contains(c, out, "this claim stays for the host's lifetime")
 	}, waitTimeout, pollInterval)
 }

@@ -269,7 +269,7 @@ const (
 	// not exist.
 	poolUnusable
 	// poolExhausted: the pool's status says it has no free address, as the
-	// in-cluster provider's pools do (status.ipAddresses.free).
+	// in-cluster provider's pools do (status.ipAddresses.free, 0 or less).
 	poolExhausted
 )
 
@@ -302,9 +302,11 @@ func (c *Claims) clusterAPIPoolProblem(ctx context.Context, host *bmov1alpha1.Ba
 	case err != nil:
 		return poolProblem{}, fmt.Errorf("getting %s: %w", pool, err)
 	}
+	// The in-cluster provider counts free as total less used: below zero
+	// when addresses left outside a shrunk pool are still held.
 	free, counted, err := unstructured.NestedInt64(object.Object, "status", "ipAddresses", "free")
-	if err == nil && counted && free == 0 {
-		return poolProblem{kind: poolExhausted, message: "its status.ipAddresses.free is 0"}, nil
+	if err == nil && counted && free <= 0 {
+		return poolProblem{kind: poolExhausted, message: fmt.Sprintf("its status.ipAddresses.free is %d", free)}, nil
 	}
 	return poolProblem{kind: poolUsable}, nil
 }

@@ -17,7 +17,6 @@ limitations under the License.
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -244,7 +243,7 @@ func (p *Preallocations) RemoveUnused(ctx context.Context, host *bmov1alpha1.Bar
 		pool := &pools.Items[i]
 		claimName := ClaimName(host.Name, pool.Name)
 		ip, present := pool.Spec.PreAllocations[claimName]
-		if !present || slices.Contains(keep, pool.Name) || bytes.Contains(networkData, []byte(`"`+string(ip)+`"`)) {
+		if !present || slices.Contains(keep, pool.Name) || networkDataNamesAddress(networkData, string(ip)) {
 			continue
 		}
 		keys := ownKeys(pool)

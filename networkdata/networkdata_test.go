@@ -746,6 +746,25 @@ func TestInputErrors(t *testing.T) {
 			contains: []string{`kind "GlobalIPPool" of apiGroup "ipam.metal3.io"`, "has no such kind", "refer to an IPPool"},
 		},
 		{
+			// The in-cluster provider's prefix pools delegate prefixes.
+			name:     "network address from a Cluster API IPAM prefix pool",
+			template: net4(`"fromPoolRef": {"name": "p", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool"}`),
+			field:    "spec.networkData.networks.ipv4[id=n].fromPoolRef",
+			contains: []string{`kind "InClusterPrefixPool" of apiGroup ipam.cluster.x-k8s.io, a pool of delegated prefixes`, "not the address of a host", "such as InClusterIPPool or GlobalInClusterIPPool"},
+		},
+		{
+			name:     "route gateway from a cluster-wide Cluster API IPAM prefix pool",
+			template: route4(`{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromPoolRef": {"name": "gw", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterPrefixPool"}}}`),
+			field:    "spec.networkData.networks.ipv4[id=n].routes[0].gateway.fromPoolRef",
+			contains: []string{`kind "GlobalInClusterPrefixPool"`, "a pool of delegated prefixes"},
+		},
+		{
+			name:     "network address from another provider's prefix pool",
+			template: net4(`"fromPoolRef": {"name": "p", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "ExamplePrefixPool"}`),
+			field:    "spec.networkData.networks.ipv4[id=n].fromPoolRef",
+			contains: []string{`kind "ExamplePrefixPool"`, "a pool of delegated prefixes"},
+		},
+		{
 			// CAPM3's poolRefs.addRef: addresses are keyed by pool name.
 			name:     "route gateway from a Cluster API IPAM pool named like the network's Metal3 IPPool",
 			template: route4(`{"network": "10.0.0.0", "prefix": 8, "gateway": {"fromPoolRef": {"name": "v4", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}}}`),

@@ -18,6 +18,7 @@ package networkdata
 
 import (
 	"fmt"
+	"strings"
 
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 )
@@ -30,6 +31,10 @@ const (
 	// ClusterAPIIPAMGroup is the group of Cluster API IPAM providers' pools
 	// (the in-cluster provider's InClusterIPPool, Infoblox's, NetBox's).
 	ClusterAPIIPAMGroup = "ipam.cluster.x-k8s.io"
+	// prefixPoolSuffix ends the kinds of Cluster API IPAM pools that hand
+	// out delegated prefixes (the in-cluster provider's InClusterPrefixPool
+	// and GlobalInClusterPrefixPool).
+	prefixPoolSuffix = "PrefixPool"
 )
 
 // Pool is one pool a template takes addresses from: a Metal3 IPAM IPPool,
@@ -70,6 +75,11 @@ func (c *compiler) poolFromRef(ref capm3.IPPoolReference, field string) (Pool, e
 	case !pool.Metal3() && pool.APIGroup != ClusterAPIIPAMGroup:
 		return Pool{}, inputErr(field, "refers to kind %s of apiGroup %s, but addresses come from Metal3 IPAM (apiGroup %s, kind IPPool) or a Cluster API IPAM provider (apiGroup %s and the provider's pool kind, such as InClusterIPPool)",
 			quote(pool.Kind), quote(pool.APIGroup), Metal3IPAMGroup, ClusterAPIIPAMGroup)
+	case pool.APIGroup == ClusterAPIIPAMGroup && strings.HasSuffix(pool.Kind, prefixPoolSuffix):
+		return Pool{}, inputErr(field, "refers to kind %s of apiGroup %s, a pool of delegated prefixes: the IPAddress it gives is a prefix "+
+			"delegated to a cluster or a router, not the address of a host; refer to a pool of host addresses, such as InClusterIPPool "+
+			"or GlobalInClusterIPPool",
+			quote(pool.Kind), pool.APIGroup)
 	}
 	return c.usePool(pool, field)
 }

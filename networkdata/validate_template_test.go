@@ -158,6 +158,16 @@ func TestValidateTemplate(t *testing.T) {
 				[]string{`kind "ExamplePool" of apiGroup "ipam.example.com"`, "Cluster API IPAM provider"}}},
 		},
 		{
+			name: "addresses and a gateway from Cluster API IPAM prefix pools",
+			template: `{"links": {"ethernets": [` + eth0 + `]}, "networks": {"ipv4": [{"id": "n", "link": "eth0",
+				"fromPoolRef": {"name": "p", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool"},
+				"routes": [{"network": "0.0.0.0", "prefix": 0, "gateway": {"fromPoolRef": {"name": "g", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "GlobalInClusterPrefixPool"}}}]}]}}`,
+			want: []wantErr{
+				{"spec.networkData.networks.ipv4[id=n].fromPoolRef", []string{`kind "InClusterPrefixPool"`, "a pool of delegated prefixes"}},
+				{"spec.networkData.networks.ipv4[id=n].routes[0].gateway.fromPoolRef", []string{`kind "GlobalInClusterPrefixPool"`, "a pool of delegated prefixes"}},
+			},
+		},
+		{
 			name: "two pools of one name and different kinds, in different networks",
 			template: `{"links": {"ethernets": [` + eth0 + `]}, "networks": {
 				"ipv4": [{"id": "a", "link": "eth0", "fromPoolRef": {"name": "rack", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterIPPool"}}],

@@ -164,6 +164,12 @@ func TestTemplateRules(t *testing.T) {
 			contains: []string{`apiGroup "ipam.example.com"`, "Metal3 IPAM", "Cluster API IPAM provider"},
 		},
 		{
+			name:     "fromPoolRef to a Cluster API IPAM prefix pool",
+			spec:     withIPv4(`{"id": "prov", "link": "eth0", "fromPoolRef": {"name": "prov", "apiGroup": "ipam.cluster.x-k8s.io", "kind": "InClusterPrefixPool"}}`),
+			field:    "spec.networkData.networks.ipv4[id=prov].fromPoolRef",
+			contains: []string{`kind "InClusterPrefixPool" of apiGroup ipam.cluster.x-k8s.io, a pool of delegated prefixes`, "such as InClusterIPPool"},
+		},
+		{
 			name:     "static network without an address source",
 			spec:     withIPv4(`{"id": "prov", "link": "eth0"}`),
 			field:    "spec.networkData.networks.ipv4[id=prov]",

@@ -165,9 +165,9 @@ func whyAddress(claim ipam.PoolState) string {
 		// CAPM3's DataManager.ensureIPClaim names its IPAddressClaim after
 		// the Metal3Data and looks for no other.
 		return fmt.Sprintf("The ramdisk's address. When CAPM3 provisions the host, the OS gets CAPM3's own IPAddressClaim "+
-			"<Metal3Data>-%s on %s %s, so its address may differ from this one; this claim stays for the host's lifetime "+
+			"<Metal3Data>-%s on %s %s, so it gets a different address from this one; this claim stays for the host's lifetime "+
 			"(the ramdisk boots again at deprovisioning and cleaning) and goes when the host is deleted or its template stops "+
-			"using the pool", claim.Pool, claim.PoolKind, claim.Pool)
+			"using the pool: a pool both take from needs two addresses per host", claim.Pool, claim.PoolKind, claim.Pool)
 	}
 	return fmt.Sprintf("The ramdisk's address. When CAPM3 provisions the host it uses this IPClaim (it looks for <Metal3Data>-%s, "+
 		"then %s, and the controller makes the Metal3Data an owner of it), so the OS keeps this address", claim.Pool, claim.Claim)
@@ -291,6 +291,9 @@ func failed(outcome baremetal.Outcome) (Situation, string, string) {
 	case baremetal.ReasonIPClaimFailed:
 		return SituationClaimFailed, outcome.Message, "grow the pool or free one of its addresses, or fix what the message names " +
 			"(the pool, its kind, or a claim of another owner)"
+	case baremetal.ReasonPoolNameShared:
+		return SituationFailed, outcome.Message, "rename the Cluster API IPAM pool or the Metal3 IPPool of the same name, " +
+			"and the template's reference to it: Metal3 IPAM serves IPAddressClaims by pool name"
 	}
 	return SituationFailed, outcome.Message, "as the message says"
 }
