@@ -63,11 +63,19 @@ type soak struct {
 	registered map[string]bool
 	// done lists the operations so far, as printed.
 	done []string
+	// found lists each broken invariant once, with the step it was first
+	// seen at (-keep-going).
+	found []string
+	seen  map[string]bool
+	// managerKilled: the soak killed the manager and has not started it again.
+	managerKilled bool
 }
 
 func main() {
 	steps := flag.Int("steps", 1000, "How many operations to run.")
 	seed := flag.Uint64("seed", 0, "The seed of the sequence; 0 draws one (printed first).")
+	keepGoing := flag.Bool("keep-going", false,
+		"Report broken invariants and go on to the last step (each once, with the step first seen), rather than stop at the first.")
 	manager := flag.String("manager", filepath.Join(framework.RepoRoot(), "bin", "manager"), "The manager binary.")
 	artifacts := flag.String("artifacts", filepath.Join(framework.RepoRoot(), "out", "soak"),
 		"Where the manager's log, the API server's log and audit log go.")
@@ -77,13 +85,13 @@ func main() {
 	}
 	fmt.Printf("soak: seed %d, %d steps (replay: make soak SOAK_SEED=%d SOAK_STEPS=%d)\n", *seed, *steps, *seed, *steps)
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
-	if err := run(*seed, *steps, *manager, *artifacts); err != nil {
+	if err := run(*seed, *steps, *keepGoing, *manager, *artifacts); err != nil {
 		fmt.Fprintf(os.Stderr, "soak: seed %d: %v\n", *seed, err)
 		os.Exit(1)
 	}
 }
 
-func run(seed uint64, steps int, managerBinary, artifacts string) (err error) {
+func run(seed uint64, steps int, keepGoing bool, managerBinary, artifacts string) (err error) {
 	ctx := context.Background()
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return err
@@ -94,7 +102,7 @@ func run(seed uint64, steps int, managerBinary, artifacts string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, c.close()) }()
-	s := &soak{cluster: c, managerLog: newLines{path: c.manager.LogPath}, registered: map[string]bool{}}
+	s := &soak{cluster: c, managerLog: newLines{path: c.manager.LogPath}, registered: map[string]bool{}, seen: map[string]bool{}}
 	plan := newPlanner(seed)
 	if err := s.createFleet(ctx, plan.book); err != nil {
 		return err
@@ -108,7 +116,13 @@ func run(seed uint64, steps int, managerBinary, artifacts string) (err error) {
 		if step == steps {
 			o = op{kind: opQuietPoint}
 		}
-		if err := s.step(ctx, step, o, plan.book.templates); err != nil {
+		err := s.step(ctx, step, o, plan.book.templates)
+		var broken brokenInvariants
+		if keepGoing && errors.As(err, &broken) {
+			s.record(seed, step, broken)
+			continue
+		}
+		if err != nil {
 			return s.failure(seed, step, err)
 		}
 		if o.kind == opQuietPoint {
@@ -116,6 +130,9 @@ func run(seed uint64, steps int, managerBinary, artifacts string) (err error) {
 		}
 	}
 	elapsed := time.Since(started)
+	if len(s.found) > 0 {
+		return fmt.Errorf("%d operations in %s; invariants broken (first seen at):\n%s", steps, elapsed.Round(time.Second), strings.Join(s.found, "\n"))
+	}
 	fmt.Printf("soak: seed %d: %d operations, %d quiet points, all invariants held, in %s (%s an operation)\n",
 		seed, steps, quietPoints, elapsed.Round(time.Second), (elapsed / time.Duration(steps)).Round(time.Millisecond))
 	return nil
@@ -155,9 +172,13 @@ func (s *soak) quietPoint(ctx context.Context) (string, error) {
 		}
 	}
 	if !s.manager.Running() {
+		if !s.managerKilled {
+			return "", fmt.Errorf("the manager exited by itself; see %s", s.manager.LogPath)
+		}
 		if err := s.manager.Start(); err != nil {
 			return "", err
 		}
+		s.managerKilled = false
 	}
 	snap, err := s.settle(ctx, quiet, settleTimeout)
 	if err != nil {
@@ -181,7 +202,7 @@ func (s *soak) quietPoint(ctx context.Context) (string, error) {
 		}
 	}
 	if len(confirmed) > 0 {
-		return s.summary(snap), fmt.Errorf("invariants broken:\n  %s", strings.Join(confirmed, "\n  "))
+		return s.summary(snap), brokenInvariants(confirmed)
 	}
 	return s.summary(snap), nil
 }
@@ -204,4 +225,22 @@ func (s *soak) summary(snap *snapshot) string {
 func (s *soak) failure(seed uint64, step int, err error) error {
 	return fmt.Errorf("failed at step %d: %w\nreplay: make soak SOAK_SEED=%d SOAK_STEPS=%d\noperations so far:\n%s\nlogs: %s",
 		step, err, seed, step, strings.Join(s.done, "\n"), filepath.Dir(s.manager.LogPath))
+}
+
+// brokenInvariants are the invariants a quiet point found broken.
+type brokenInvariants []string
+
+func (b brokenInvariants) Error() string {
+	return "invariants broken:\n  " + strings.Join(b, "\n  ")
+}
+
+// record notes the invariants broken at a step, each the first time.
+func (s *soak) record(seed uint64, step int, broken brokenInvariants) {
+	for _, problem := range broken {
+		if !s.seen[problem] {
+			s.seen[problem] = true
+			s.found = append(s.found, fmt.Sprintf("  step %d (replay: make soak SOAK_SEED=%d SOAK_STEPS=%d): %s", step, seed, step, problem))
+			fmt.Printf("     broken: %s\n", problem)
+		}
+	}
 }

@@ -65,8 +65,13 @@ func (s *soak) execute(ctx context.Context, o op, templates [groups]templateGrou
 			obj.(*ipamv1.IPPool).Spec.Pools[0].End = ptr.To(ipamv1.IPAddressStr(end))
 		})
 	case opKillManager:
+		s.managerKilled = true
 		return "", s.manager.Kill()
 	case opStartManager:
+		if !s.manager.Running() && !s.managerKilled {
+			return "", fmt.Errorf("the manager exited by itself; see %s", s.manager.LogPath)
+		}
+		s.managerKilled = false
 		return "", s.manager.Start()
 	case opStopIPAM:
 		return "", s.ipam.Stop()

@@ -196,8 +196,12 @@ func (p *planner) next() op {
 		}
 		draw -= w.weight
 	}
-	// Nothing to do for that kind (no host yet): register one.
-	o, _ := p.make(opRegister)
+	// Nothing to do for that kind: register a host, or with every name
+	// taken delete one.
+	if o, ok := p.make(opRegister); ok {
+		return o
+	}
+	o, _ := p.make(opDelete)
 	return o
 }
 
