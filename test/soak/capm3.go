@@ -49,7 +49,7 @@ import (
 func (s *soak) provisionByMachine(ctx context.Context, host *bmov1alpha1.BareMetalHost, pool, seq int, withData bool) (string, error) {
 	machine := fmt.Sprintf("m-%s-%d", host.Name, seq)
 	if !withData {
-		if err := s.c.Create(ctx, s.consumerObject(&capm3.Metal3Machine{}, host.Name, machine)); err != nil {
+		if err := s.c.Create(ctx, consumerObject(&capm3.Metal3Machine{}, host.Name, machine)); err != nil {
 			return "", err
 		}
 		return "", s.patchHost(ctx, host.Name, func(h *bmov1alpha1.BareMetalHost) {
@@ -63,11 +63,11 @@ func (s *soak) provisionByMachine(ctx context.Context, host *bmov1alpha1.BareMet
 		return "", err
 	}
 	for _, obj := range []client.Object{&capm3.Metal3Machine{}, &capm3.Metal3DataClaim{}} {
-		if err := s.labelConsumer(ctx, obj, machine, host.Name); err != nil {
+		if err = s.labelConsumer(ctx, obj, machine, host.Name); err != nil {
 			return "", err
 		}
 	}
-	if err := s.labelConsumer(ctx, &capm3.Metal3Data{}, dataName, host.Name); err != nil {
+	if err = s.labelConsumer(ctx, &capm3.Metal3Data{}, dataName, host.Name); err != nil {
 		return "", err
 	}
 	address, why, err := s.renderAddress(ctx, host.Name, data, poolName(pool))
@@ -76,7 +76,7 @@ func (s *soak) provisionByMachine(ctx context.Context, host *bmov1alpha1.BareMet
 			h.Spec.ConsumerRef = nil
 		}))
 	}
-	secret := s.consumerObject(&corev1.Secret{}, host.Name, dataName+"-networkdata").(*corev1.Secret)
+	secret := consumerObject(&corev1.Secret{}, host.Name, dataName+"-networkdata")
 	document, err := json.Marshal(map[string]any{"links": []any{}, "services": []any{},
 		"networks": []any{map[string]any{"id": poolName(pool), "ip_address": address}}})
 	if err != nil {
@@ -102,10 +102,10 @@ func (s *soak) renderAddress(ctx context.Context, hostName string, data *capm3.M
 	}
 	if err != nil {
 		name = ipam.ClaimName(data.Name, pool)
-		claim = s.consumerObject(&ipamv1.IPClaim{}, hostName, name).(*ipamv1.IPClaim)
+		claim = consumerObject(&ipamv1.IPClaim{}, hostName, name)
 		claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: capm3.GroupVersion.String(), Kind: "Metal3Data", Name: data.Name, UID: data.UID}}
 		claim.Spec.Pool = corev1.ObjectReference{Name: pool, Namespace: namespace}
-		if err := s.c.Create(ctx, claim); err != nil {
+		if err = s.c.Create(ctx, claim); err != nil {
 			return "", "", err
 		}
 	}
@@ -113,7 +113,7 @@ func (s *soak) renderAddress(ctx context.Context, hostName string, data *capm3.M
 	// IPAM's address on either.
 	var address string
 	err = wait.PollUntilContextTimeout(ctx, poll, objectTimeout, true, func(ctx context.Context) (bool, error) {
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim); err != nil {
+		if err = s.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		owned := slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == data.UID })
@@ -121,7 +121,7 @@ func (s *soak) renderAddress(ctx context.Context, hostName string, data *capm3.M
 			return claim.Status.ErrorMessage != nil, nil
 		}
 		ip := &ipamv1.IPAddress{}
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claim.Status.Address.Name}, ip); err != nil {
+		if err = s.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claim.Status.Address.Name}, ip); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		address = string(ip.Spec.Address)
@@ -129,7 +129,8 @@ func (s *soak) renderAddress(ctx context.Context, hostName string, data *capm3.M
 	})
 	switch {
 	case err != nil:
-		return "", fmt.Sprintf("IPClaim %s got no address for Metal3Data %s in %s", name, data.Name, objectTimeout), nil
+		// CAPM3 would wait on: the provisioning is given up, not the soak.
+		return "", fmt.Sprintf("IPClaim %s got no address for Metal3Data %s in %s", name, data.Name, objectTimeout), nil //nolint:nilerr // a claim without address is why the host was not provisioned
 	case address == "":
 		return "", fmt.Sprintf("IPClaim %s failed: %s", name, *claim.Status.ErrorMessage), nil
 	}
@@ -193,7 +194,7 @@ func newItem(list client.ObjectList) client.Object {
 }
 
 // consumerObject names obj and labels it as made for a host.
-func (s *soak) consumerObject(obj client.Object, hostName, name string) client.Object {
+func consumerObject[T client.Object](obj T, hostName, name string) T {
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
 	obj.SetLabels(map[string]string{consumerLabel: hostName})
@@ -201,7 +202,7 @@ func (s *soak) consumerObject(obj client.Object, hostName, name string) client.O
 }
 
 func (s *soak) labelConsumer(ctx context.Context, obj client.Object, name, hostName string) error {
-	return s.patch(ctx, obj, name, func(o client.Object) {
+	return patch(ctx, s, obj, name, func(o client.Object) {
 		labels := o.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -214,7 +215,7 @@ func (s *soak) labelConsumer(ctx context.Context, obj client.Object, name, hostN
 // bindHostClaim makes a tenant's HostClaim for a host; BMO's model binds it.
 // It says why the host was not bound.
 func (s *soak) bindHostClaim(ctx context.Context, hostName string, seq int) (string, error) {
-	claim := s.consumerObject(&bmov1alpha1.HostClaim{}, hostName, fmt.Sprintf("tenant-%s-%d", hostName, seq)).(*bmov1alpha1.HostClaim)
+	claim := consumerObject(&bmov1alpha1.HostClaim{}, hostName, fmt.Sprintf("tenant-%s-%d", hostName, seq))
 	claim.Spec = bmov1alpha1.HostClaimSpec{PoweredOn: true, Image: image(),
 		HostSelector: bmov1alpha1.HostSelector{MatchLabels: map[string]string{hostLabel: hostName}}}
 	if err := s.c.Create(ctx, claim); err != nil {

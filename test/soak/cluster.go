@@ -79,7 +79,7 @@ type cluster struct {
 }
 
 func startCluster(ctx context.Context, managerBinary, artifacts string) (_ *cluster, err error) {
-	if _, err := os.Stat(managerBinary); err != nil {
+	if _, err = os.Stat(managerBinary); err != nil {
 		return nil, fmt.Errorf("the manager binary: %w (make build)", err)
 	}
 	c := &cluster{audit: &auditReader{newLines{path: filepath.Join(artifacts, "audit.log")}}}

@@ -144,15 +144,15 @@ func (s *soak) getHost(ctx context.Context, name string) (*bmov1alpha1.BareMetal
 // patchHost changes a host with an optimistically locked merge patch,
 // read again on a conflict.
 func (s *soak) patchHost(ctx context.Context, name string, change func(*bmov1alpha1.BareMetalHost)) error {
-	return s.patch(ctx, &bmov1alpha1.BareMetalHost{}, name, func(obj client.Object) { change(obj.(*bmov1alpha1.BareMetalHost)) })
+	return patch(ctx, s, &bmov1alpha1.BareMetalHost{}, name, change)
 }
 
-func (s *soak) patch(ctx context.Context, obj client.Object, name string, change func(client.Object)) error {
+func patch[T client.Object](ctx context.Context, s *soak, obj T, name string, change func(T)) error {
 	return wait.PollUntilContextTimeout(ctx, poll, objectTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := s.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 			return false, err
 		}
-		original := obj.DeepCopyObject().(client.Object)
+		original, _ := obj.DeepCopyObject().(client.Object) // a copy of obj is of its type
 		change(obj)
 		err := s.c.Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsConflict(err) {

@@ -41,8 +41,8 @@ func (n *newLines) read() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
-	if _, err := file.Seek(n.offset, io.SeekStart); err != nil {
+	defer func() { _ = file.Close() }() // read only
+	if _, err = file.Seek(n.offset, io.SeekStart); err != nil {
 		return nil, err
 	}
 	data, err := io.ReadAll(file)

@@ -93,7 +93,7 @@ func main() {
 
 func run(seed uint64, steps int, keepGoing bool, managerBinary, artifacts string) (err error) {
 	ctx := context.Background()
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+	if err = os.MkdirAll(artifacts, 0o755); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -117,7 +117,7 @@ func run(seed uint64, steps int, keepGoing bool, managerBinary, artifacts string
 			o = op{kind: opQuietPoint}
 		}
 		err := s.step(ctx, step, o, plan.book.templates)
-		var broken brokenInvariants
+		var broken invariantErrors
 		if keepGoing && errors.As(err, &broken) {
 			s.record(seed, step, broken)
 			continue
@@ -202,7 +202,7 @@ func (s *soak) quietPoint(ctx context.Context) (string, error) {
 		}
 	}
 	if len(confirmed) > 0 {
-		return s.summary(snap), brokenInvariants(confirmed)
+		return s.summary(snap), invariantErrors(confirmed)
 	}
 	return s.summary(snap), nil
 }
@@ -227,15 +227,15 @@ func (s *soak) failure(seed uint64, step int, err error) error {
 		step, err, seed, step, strings.Join(s.done, "\n"), filepath.Dir(s.manager.LogPath))
 }
 
-// brokenInvariants are the invariants a quiet point found broken.
-type brokenInvariants []string
+// invariantErrors are the invariants a quiet point found broken.
+type invariantErrors []string
 
-func (b brokenInvariants) Error() string {
+func (b invariantErrors) Error() string {
 	return "invariants broken:\n  " + strings.Join(b, "\n  ")
 }
 
 // record notes the invariants broken at a step, each the first time.
-func (s *soak) record(seed uint64, step int, broken brokenInvariants) {
+func (s *soak) record(seed uint64, step int, broken invariantErrors) {
 	for _, problem := range broken {
 		if !s.seen[problem] {
 			s.seen[problem] = true

@@ -60,9 +60,9 @@ func (s *soak) execute(ctx context.Context, o op, templates [groups]templateGrou
 	case opEditTemplate:
 		return "", s.editTemplate(ctx, o, templates[o.group])
 	case opResizePool:
-		return "", s.patch(ctx, &ipamv1.IPPool{}, poolName(o.pool), func(obj client.Object) {
+		return "", patch(ctx, s, &ipamv1.IPPool{}, poolName(o.pool), func(pool *ipamv1.IPPool) {
 			_, end := poolRange(o.pool, o.size)
-			obj.(*ipamv1.IPPool).Spec.Pools[0].End = ptr.To(ipamv1.IPAddressStr(end))
+			pool.Spec.Pools[0].End = ptr.To(ipamv1.IPAddressStr(end))
 		})
 	case opKillManager:
 		s.managerKilled = true
@@ -177,7 +177,7 @@ func (s *soak) rollTemplate(ctx context.Context, o op, current templateGroup) er
 // its provisioned host policy.
 func (s *soak) editTemplate(ctx context.Context, o op, current templateGroup) error {
 	wanted := newTemplate(o.group, current)
-	return s.patch(ctx, &preprovv1.Metal3PreprovisioningTemplate{}, wanted.Name, func(obj client.Object) {
-		obj.(*preprovv1.Metal3PreprovisioningTemplate).Spec = wanted.Spec
+	return patch(ctx, s, &preprovv1.Metal3PreprovisioningTemplate{}, wanted.Name, func(template *preprovv1.Metal3PreprovisioningTemplate) {
+		template.Spec = wanted.Spec
 	})
 }

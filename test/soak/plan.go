@@ -37,30 +37,30 @@ const (
 type opKind string
 
 const (
-	opRegister      opKind = "register"
-	opDelete        opKind = "delete"
-	opRecreate      opKind = "recreate"
-	opRelabel       opKind = "relabel"
-	opRollTemplate  opKind = "roll-template"
-	opEditTemplate  opKind = "edit-template"
-	opResizePool    opKind = "resize-pool"
-	opInspect       opKind = "inspect"
-	opProvision     opKind = "provision"
-	opReleaseClaim  opKind = "delete-hostclaim"
-	opDeprovision   opKind = "deprovision"
-	opPower         opKind = "power"
-	opKillManager   opKind = "kill-manager"
-	opStartManager  opKind = "start-manager"
-	opStopIPAM      opKind = "stop-ipam"
-	opStartIPAM     opKind = "start-ipam"
-	opQuietPoint    opKind = "quiet-point"
-	provisionByHand        = "by-hand"
-	provisionHostClaim     = "hostclaim"
-	provisionMetal3Data    = "metal3data"
-	provisionNoDataTemplat = "metal3machine-without-datatemplate"
-	editPool               = "pool"
-	editMTU                = "mtu"
-	editPolicy             = "policy"
+	opRegister             opKind = "register"
+	opDelete               opKind = "delete"
+	opRecreate             opKind = "recreate"
+	opRelabel              opKind = "relabel"
+	opRollTemplate         opKind = "roll-template"
+	opEditTemplate         opKind = "edit-template"
+	opResizePool           opKind = "resize-pool"
+	opInspect              opKind = "inspect"
+	opProvision            opKind = "provision"
+	opReleaseClaim         opKind = "delete-hostclaim"
+	opDeprovision          opKind = "deprovision"
+	opPower                opKind = "power"
+	opKillManager          opKind = "kill-manager"
+	opStartManager         opKind = "start-manager"
+	opStopIPAM             opKind = "stop-ipam"
+	opStartIPAM            opKind = "start-ipam"
+	opQuietPoint           opKind = "quiet-point"
+	provisionByHand               = "by-hand"
+	provisionHostClaim            = "hostclaim"
+	provisionMetal3Data           = "metal3data"
+	provisionNoDataTemplat        = "metal3machine-without-datatemplate"
+	editPool                      = "pool"
+	editMTU                       = "mtu"
+	editPolicy                    = "policy"
 )
 
 var provisionModes = []string{provisionByHand, provisionHostClaim, provisionMetal3Data, provisionNoDataTemplat}
@@ -269,7 +269,7 @@ func (p *planner) template(kind opKind) op {
 	group := p.rng.IntN(groups)
 	t := &p.book.templates[group]
 	o := op{kind: kind, group: group}
-	variant := editPool
+	var variant string
 	if kind == opRollTemplate {
 		variant = []string{"create-first", "delete-first"}[p.rng.IntN(2)]
 	} else {

@@ -48,30 +48,18 @@ type snapshot struct {
 }
 
 func (s *soak) snapshot(ctx context.Context) (*snapshot, error) {
-	snap := &snapshot{}
-	lists := []struct {
-		list  client.ObjectList
-		store func(client.ObjectList)
-	}{
-		{&bmov1alpha1.BareMetalHostList{}, func(l client.ObjectList) { snap.hosts = l.(*bmov1alpha1.BareMetalHostList).Items }},
-		{&ipamv1.IPClaimList{}, func(l client.ObjectList) { snap.claims = l.(*ipamv1.IPClaimList).Items }},
-		{&ipamv1.IPAddressList{}, func(l client.ObjectList) { snap.addresses = l.(*ipamv1.IPAddressList).Items }},
-		{&ipamv1.IPPoolList{}, func(l client.ObjectList) { snap.pools = l.(*ipamv1.IPPoolList).Items }},
-		{&corev1.SecretList{}, func(l client.ObjectList) { snap.secrets = l.(*corev1.SecretList).Items }},
-		{&preprovv1.Metal3PreprovisioningTemplateList{}, func(l client.ObjectList) {
-			snap.templates = l.(*preprovv1.Metal3PreprovisioningTemplateList).Items
-		}},
-		{&bmov1alpha1.HostClaimList{}, func(l client.ObjectList) { snap.hostClaims = l.(*bmov1alpha1.HostClaimList).Items }},
-		{&capm3.Metal3DataList{}, func(l client.ObjectList) { snap.data = l.(*capm3.Metal3DataList).Items }},
-	}
-	for _, l := range lists {
-		if err := s.c.List(ctx, l.list, client.InNamespace(namespace)); err != nil {
+	hosts, claims, addresses := &bmov1alpha1.BareMetalHostList{}, &ipamv1.IPClaimList{}, &ipamv1.IPAddressList{}
+	pools, secrets := &ipamv1.IPPoolList{}, &corev1.SecretList{}
+	templates, hostClaims, data := &preprovv1.Metal3PreprovisioningTemplateList{}, &bmov1alpha1.HostClaimList{}, &capm3.Metal3DataList{}
+	for _, list := range []client.ObjectList{hosts, claims, addresses, pools, secrets, templates, hostClaims, data} {
+		if err := s.c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return nil, err
 		}
-		l.store(l.list)
 	}
-	snap.uses = s.model.Uses()
-	return snap, nil
+	return &snapshot{
+		hosts: hosts.Items, claims: claims.Items, addresses: addresses.Items, pools: pools.Items, secrets: secrets.Items,
+		templates: templates.Items, hostClaims: hostClaims.Items, data: data.Items, uses: s.model.Uses(),
+	}, nil
 }
 
 // fingerprint changes whenever an object or a machine changes.

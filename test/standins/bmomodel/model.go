@@ -46,6 +46,7 @@ package bmomodel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -120,7 +121,7 @@ func Start(ctx context.Context, cfg *rest.Config, scheme *k8sruntime.Scheme) (_ 
 	ended := make(chan error, 1)
 	go func() { ended <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return nil, nil, fmt.Errorf("the BMO model's cache did not sync")
+		return nil, nil, errors.New("the BMO model's cache did not sync")
 	}
 	return model, ended, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -108,7 +109,7 @@ func TestInUse(t *testing.T) {
 
 func TestAddresses(t *testing.T) {
 	addresses, err := Addresses([]byte(`{"links":[],"networks":[{"id":"a","ip_address":"10.0.0.1"},{"id":"b","type":"ipv6_slaac"}],"services":[]}`))
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1"}, addresses)
 	_, err = Addresses([]byte(`{`))
 	assert.Error(t, err)
