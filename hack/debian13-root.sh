@@ -37,7 +37,23 @@ fresh() {
 	[ -x "$ROOT_DIR/usr/bin/ironic-api" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$(wanted_stamp)" ]
 }
 
-if fresh; then
+# Debian's backport of the CVE-2026-44918 fix (ironic 1:29.0.5-0+deb13u3 and
+# u4) sets a node's parent_node to the node itself on every PATCH, after
+# which powering it on fails ("parent_node ... is presently locked").
+# Upstream's patch (d7ad21698) only sets it when it names another node; this
+# applies that guard to the root's copy, once.
+NODE_API=$ROOT_DIR/usr/lib/python3/dist-packages/ironic/api/controllers/v1/node.py
+fix_parent_node() {
+	grep -q "if parent_node.uuid != rpc_node.uuid:" "$NODE_API" && return 0
+	sed -i "s/^            corrected_values\['parent_node'\] = parent_node.uuid$/            if parent_node.uuid != rpc_node.uuid:\n                corrected_values['parent_node'] = parent_node.uuid/" "$NODE_API"
+	grep -q "if parent_node.uuid != rpc_node.uuid:" "$NODE_API"
+}
+
+if fresh && grep -q "if parent_node.uuid != rpc_node.uuid:" "$NODE_API"; then
+	exit 0
+fi
+if fresh && [ "${1:-}" != "--check" ]; then
+	fix_parent_node
 	exit 0
 fi
 if [ "${1:-}" = "--check" ]; then
@@ -90,5 +106,6 @@ mmdebstrap --variant="$variant" --include="$(
 )" "${apt_options[@]}" "$suite" "$building" "$mirror"
 rm -rf "$ROOT_DIR" "$STAMP"
 mv "$building" "$ROOT_DIR"
+fix_parent_node
 wanted_stamp >"$STAMP"
 echo "built $ROOT_DIR in $(($(date +%s) - start)) s"
