@@ -1,0 +1,99 @@
+/*
+Copyright The capm3-preprov Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Agent is ironic-python-agent from the root, running in a host's network
+// namespace as the host's ramdisk would after its network came up.
+type Agent struct {
+	// LogPath is the agent's log (its stderr).
+	LogPath string
+	process *process
+}
+
+// StartAgent runs `ironic-python-agent` in the root, in the host's network
+// namespace, with the kernel parameters Ironic wrote into the host's ISO as
+// its /proc/cmdline: the agent reads ipa-api-url, ipa-agent-token,
+// ipa-inspection-callback-url and the inspection's options from there, as
+// it does in the ramdisk. work (the agent's folder of the machine's) holds
+// the command line and the log.
+func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelParams map[string]string) (*Agent, error) {
+	if err := requireRoot(); err != nil {
+		return nil, err
+	}
+	if len(kernelParams) == 0 {
+		return nil, errors.New("the ISO has no kernel parameters: the agent would not know Ironic's URL")
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	cmdline := filepath.Join(work, "cmdline")
+	if err := os.WriteFile(cmdline, []byte(KernelCommandLine(kernelParams)+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	a := &Agent{LogPath: filepath.Join(work, "ironic-python-agent.log")}
+	log, err := os.Create(a.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = log.Close() }() // an os.File buffers nothing
+	where := Chroot{Work: work, Cmdline: cmdline, NetNS: namespace}
+	// It runs until Stop: ctx bounds only the start.
+	if a.process, err = start(root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent"), log); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// KernelCommandLine is the kernel parameters as one line, sorted by name
+// (the ISO's order is lost in the map; the agent reads them by name).
+func KernelCommandLine(params map[string]string) string {
+	fields := make([]string, 0, len(params))
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if params[name] == "" {
+			fields = append(fields, name)
+			continue
+		}
+		fields = append(fields, name+"="+params[name])
+	}
+	return strings.Join(fields, " ")
+}
+
+// Running says whether the agent is still there.
+func (a *Agent) Running() bool {
+	return a.process.running()
+}
+
+// Stop ends the agent.
+func (a *Agent) Stop() {
+	a.process.stop()
+}
+
+// String is the end of the agent's log, for a failed test.
+func (a *Agent) String() string {
+	return fmt.Sprintf("the end of %s:\n%s", a.LogPath, fileTail(a.LogPath, 60))
+}
