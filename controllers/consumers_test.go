@@ -20,6 +20,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -101,13 +102,14 @@ func TestHostsConsumedByOthersKeepTheirClaims(t *testing.T) {
 		}
 	}
 
-	// The HostClaim lets go: BMO deprovisions and cleans the host, the
-	// ramdisk booting on the Secret's data; the old claim is released.
-	host := getHost(t, ns, "tenant-host")
-	hostOriginal := host.DeepCopy()
-	host.Spec.ConsumerRef = nil
-	require.NoError(t, k8sClient.Patch(ctx, host, client.MergeFrom(hostOriginal)))
-	setProvisioningState(t, ns, "tenant-host", bmov1alpha1.StateDeprovisioning)
+	// The HostClaim lets go: BMO's HostClaim deletion leaves the host
+	// provisioned, its OS still on the old address, which stays claimed.
+	// BMO then deprovisions and cleans the host, the ramdisk booting on the
+	// Secret's new data: the old claim is released.
+	setMachineState(t, ns, "tenant-host", machineState{state: bmov1alpha1.StateProvisioned, poweredOn: true})
+	since := heldSince(t, ns, "tenant-host-provisioning", &ipamv1.IPClaim{})
+	setMachineState(t, ns, "tenant-host", machineState{state: bmov1alpha1.StateAvailable, poweredOn: true,
+		deprovision: since.Add(time.Second)})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-host-provisioning"}, &ipamv1.IPClaim{})
 		assert.True(c, apierrors.IsNotFound(err), "the unused claim of a host no longer consumed stays")

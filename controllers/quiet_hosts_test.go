@@ -80,7 +80,6 @@ func TestOnlyHostChangesWeReadReconcileTheHost(t *testing.T) {
 	// What BMO writes as it registers and inspects a host.
 	host := before.DeepCopy()
 	host.Status.OperationalStatus = bmov1alpha1.OperationalStatusOK
-	host.Status.PoweredOn = true
 	host.Status.LastUpdated = &metav1.Time{Time: before.CreationTimestamp.Add(5e9)}
 	host.Status.ErrorMessage = "transient"
 	host.Status.ErrorCount = 1
@@ -89,6 +88,12 @@ func TestOnlyHostChangesWeReadReconcileTheHost(t *testing.T) {
 	bmoWrote := getHost(t, ns, "node-0")
 	require.NotEqual(t, before.ResourceVersion, bmoWrote.ResourceVersion)
 	assert.False(t, hostUpdatePasses(before, bmoWrote), "a status update BMO makes woke the host")
+
+	// The power state tells whether a fast-track ramdisk still runs with
+	// old network data: it wakes the host.
+	powered := bmoWrote.DeepCopy()
+	powered.Status.PoweredOn = true
+	assert.True(t, hostUpdatePasses(bmoWrote, powered), "the host's power state did not wake it")
 
 	changes := map[string]func(host *bmov1alpha1.BareMetalHost){
 		"a label":       func(host *bmov1alpha1.BareMetalHost) { host.Labels["rack"] = "r1" },
