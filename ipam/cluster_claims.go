@@ -170,9 +170,9 @@ func (c *Claims) replaceClaimOfOtherPool(ctx context.Context, host *bmov1alpha1.
 	}
 	var until string
 	if !inUse && ownedForRelease(claim, host) {
-		held, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPAddressClaim, Claim: claim.Name, Pool: previous}, users)
-		if err != nil {
-			return state, err
+		held, holdErr := c.holdForMachine(ctx, claim, Held{Kind: kindIPAddressClaim, Claim: claim.Name, Pool: previous}, users)
+		if holdErr != nil {
+			return state, holdErr
 		}
 		if held != nil {
 			inUse, until = true, ": "+held.Until

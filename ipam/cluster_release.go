@@ -70,8 +70,8 @@ func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.
 			return nil, err
 		}
 		if !free {
-			if err := c.clearUnusedSince(ctx, claim); err != nil {
-				return nil, err
+			if clearErr := c.clearUnusedSince(ctx, claim); clearErr != nil {
+				return nil, clearErr
 			}
 			continue
 		}
