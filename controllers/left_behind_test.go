@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -59,25 +60,7 @@ func TestAddressLeftBehindAReleasedClaimIsReleased(t *testing.T) {
 
 	// What IPAM leaves when node-0's claim is released mid-allocation: the
 	// pool's one address, owned by the pool and the claim that is gone.
-	address := &ipamv1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: "tiny-192-0-2-10", Finalizers: []string{ipamv1.IPAddressFinalizer},
-			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ipamv1.GroupVersion.String(), Kind: "IPPool", Name: pool.Name, UID: pool.UID,
-			}},
-		},
-		Spec: ipamv1.IPAddressSpec{
-			Address: "192.0.2.10", Prefix: 24,
-			Pool:  corev1.ObjectReference{Name: "tiny", Namespace: ns},
-			Claim: corev1.ObjectReference{Name: "node-0-tiny", Namespace: ns},
-		},
-	}
-	create(t, address)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(address), &ipamv1.IPAddress{})
-		assert.True(c, apierrors.IsNotFound(err), "the address left behind node-0's released claim is still reserved for it")
-	}, waitTimeout, pollInterval)
+	leaveAddressBehind(t, pool, "192.0.2.10", "node-0-tiny")
 
 	// The address serves another host.
 	other := map[string]string{"rack": "r2"}
@@ -104,24 +87,34 @@ func TestAddressLeftBehindALiveHostIsReleased(t *testing.T) {
 	)
 	assert.Equal(t, "198.51.100.10", ipOf(waitForNetworkData(t, ns, "node-0")))
 
+	leaveAddressBehind(t, old, "192.0.2.10", "node-0-old")
+	assert.Equal(t, "198.51.100.10", ipOf(readNetworkData(t, ns, "node-0")))
+}
+
+// leaveAddressBehind creates what IPAM leaves when a claim is released
+// mid-allocation (the address owned by the pool only, with IPAM's
+// finalizer, naming the claim that is gone), and waits for the manager to
+// release it.
+func leaveAddressBehind(t *testing.T, pool *ipamv1.IPPool, ip, claimName string) {
+	t.Helper()
 	address := &ipamv1.IPAddress{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: "old-192-0-2-10", Finalizers: []string{ipamv1.IPAddressFinalizer},
-			Labels: map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
+			Namespace: pool.Namespace, Name: pool.Name + "-" + strings.ReplaceAll(ip, ".", "-"),
+			Finalizers: []string{ipamv1.IPAddressFinalizer},
+			Labels:     map[string]string{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: ipamv1.GroupVersion.String(), Kind: "IPPool", Name: old.Name, UID: old.UID,
+				APIVersion: ipamv1.GroupVersion.String(), Kind: "IPPool", Name: pool.Name, UID: pool.UID,
 			}},
 		},
 		Spec: ipamv1.IPAddressSpec{
-			Address: "192.0.2.10", Prefix: 24,
-			Pool:  corev1.ObjectReference{Name: "old", Namespace: ns},
-			Claim: corev1.ObjectReference{Name: "node-0-old", Namespace: ns},
+			Address: ipamv1.IPAddressStr(ip), Prefix: 24,
+			Pool:  corev1.ObjectReference{Name: pool.Name, Namespace: pool.Namespace},
+			Claim: corev1.ObjectReference{Name: claimName, Namespace: pool.Namespace},
 		},
 	}
 	create(t, address)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(address), &ipamv1.IPAddress{})
-		assert.True(c, apierrors.IsNotFound(err), "the address left behind node-0's released claim is still reserved for it")
+		assert.True(c, apierrors.IsNotFound(err), "the address left behind the released claim %s is still reserved for it", claimName)
 	}, waitTimeout, pollInterval)
-	assert.Equal(t, "198.51.100.10", ipOf(readNetworkData(t, ns, "node-0")))
 }
