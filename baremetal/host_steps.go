@@ -156,14 +156,19 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 			failures = append(failures, state.Failed)
 		case state.Address == nil:
 			waiting = append(waiting, state.Waiting)
-			if state.RetryAfter > 0 && (retryAfter == 0 || state.RetryAfter < retryAfter) {
-				retryAfter = state.RetryAfter
-			}
+		default:
+			continue
+		}
+		// A failed claim's turn may come without an event (a retry under
+		// way that never showed stops holding it back): look again then.
+		if state.RetryAfter > 0 && (retryAfter == 0 || state.RetryAfter < retryAfter) {
+			retryAfter = state.RetryAfter
 		}
 	}
 	if len(failures) > 0 {
 		outcome := m.fail(ctx, s.host, PhaseFailed, s.governing.Ref, ReasonIPClaimFailed, strings.Join(failures, "; "))
 		outcome.Items = failures
+		outcome.RequeueAfter = retryAfter
 		return stopAt(outcome)
 	}
 	if len(waiting) > 0 {

@@ -140,9 +140,10 @@ func (m *poolMapper) forReleasedPreAllocation(ctx context.Context, obj client.Ob
 }
 
 // forSettledClaim maps a claim IPAM stopped having to serve without giving
-// it an address (it failed, or was deleted unserved) to the hosts whose
-// failed claims on its pool now have their turn: IPAM serves unserved
-// claims first, so such a claim held a turn back.
+// it an address (it failed, or was deleted unserved) and a failed claim
+// deleted to the hosts whose failed claims on its pool now have their turn:
+// IPAM serves unserved claims first, so such a claim held a turn back, and a
+// failed claim deleted (retried, or given up by its host) may have had one.
 func (m *poolMapper) forSettledClaim(ctx context.Context, obj client.Object) []reconcile.Request {
 	claim, ok := obj.(*ipamv1.IPClaim)
 	if !ok || claim.Spec.Pool.Name == "" {
@@ -168,8 +169,8 @@ func (m *poolMapper) hostsToRetry(ctx context.Context, namespace, pool string) [
 }
 
 // unservedClaimSettled passes a claim that IPAM stopped having to serve
-// without an address: an update that sets status.errorMessage, and the
-// deletion of a claim that had neither address nor error.
+// without an address, an update that sets status.errorMessage, and the
+// deletion of a claim without an address (unserved or failed).
 var unservedClaimSettled = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -180,7 +181,7 @@ var unservedClaimSettled = predicate.Funcs{
 	},
 	DeleteFunc: func(e event.DeleteEvent) bool {
 		claim, ok := e.Object.(*ipamv1.IPClaim)
-		return ok && unserved(claim)
+		return ok && claim.Status.Address == nil
 	},
 }
 

@@ -20,10 +20,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -251,4 +254,42 @@ func patchTemplate(t *testing.T, ns, name string, change func(*preprovv1.Metal3P
 	original := template.DeepCopy()
 	change(template)
 	require.NoError(t, k8sClient.Patch(context.Background(), template, client.MergeFrom(original)))
+}
+
+// A host provisioned while its claim on its template's new pool waits for
+// an address keeps its Secret (provisionedHostPolicy Keep) and makes no
+// claim on that pool: its failed claim goes, and with it its turn, so the
+// address the pool frees next goes to the host waiting behind it. Found by
+// the soak (seed 1, step 80): the provisioned host took the turn, dropped
+// its claim, and the hosts behind it were never woken.
+func TestAProvisionedHostGivesUpItsFailedClaimAndItsTurn(t *testing.T) {
+	ns := newNamespace(t)
+	racked, held := map[string]string{"rack": "r1"}, map[string]string{"rack": "holder"}
+	create(t,
+		fixtures.Pool(ns, "roomy", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+		fixtures.Pool(ns, "tiny", "192.0.2.10", "192.0.2.10", "192.0.2.1"),
+		fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("roomy")),
+		fixtures.PreprovisioningTemplate(ns, "holder", held, fixtures.PoolNetworkData("tiny")),
+	)
+	create(t, rackHosts(ns, held, 0, "holder")...)
+	create(t, rackHosts(ns, racked, 1, "node-a")...)
+	waitForNetworkData(t, ns, "holder")
+	waitForNetworkData(t, ns, "node-a")
+
+	patchTemplate(t, ns, "rack-r1", func(template *preprovv1.Metal3PreprovisioningTemplate) {
+		template.Spec.NetworkData = fixtures.PoolNetworkData("tiny")
+	})
+	waitForFailedClaim(t, ns, ipam.ClaimName("node-a", "tiny"))
+	create(t, rackHosts(ns, racked, 2, "node-b")...)
+	waitForFailedClaim(t, ns, ipam.ClaimName("node-b", "tiny"))
+
+	setMachineState(t, ns, "node-a", machineState{state: bmov1alpha1.StateProvisioned, poweredOn: true, provision: time.Now()})
+	waitForEvent(t, ns, "node-a", baremetal.ReasonNetworkDataDrift)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: ipam.ClaimName("node-a", "tiny")}, &ipamv1.IPClaim{})
+		assert.True(c, apierrors.IsNotFound(err), "the provisioned host's failed claim is deleted: %v", err)
+	}, waitTimeout, pollInterval)
+
+	deleteHost(t, ns, "holder")
+	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-b")))
 }

@@ -266,9 +266,8 @@ func (c *Claims) failedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHos
 // deleteToRetry deletes a failed claim, as read, and keeps the note for the
 // claim made next.
 func (c *Claims) deleteToRetry(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, note retryNote) error {
-	uid, version := claim.UID, claim.ResourceVersion
-	if err := client.IgnoreNotFound(c.Client.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &version})); err != nil {
-		return fmt.Errorf("deleting failed IPClaim %s/%s to retry it: %w", claim.Namespace, claim.Name, err)
+	if err := deleteFailed(ctx, c.Client, claim); err != nil {
+		return fmt.Errorf("retrying: %w", err)
 	}
 	c.retries.put(claim, host.UID, note, c.clock().Now())
 	return nil

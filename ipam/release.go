@@ -205,7 +205,12 @@ func (c *Claims) addressReferenced(ctx context.Context, claim *ipamv1.IPClaim, n
 	return networkDataNamesAddress(networkData, string(address.Spec.Address)), nil
 }
 
-// Missing returns the pools the host holds no claim of ours on.
+// Missing returns the pools the host holds no address from: no claim of
+// ours, or one IPAM gave up on. It is asked for a provisioned host whose
+// Secret stays as it is, which makes no claim on them: such a failed claim
+// is deleted (it holds no address), else it would wait for a retry turn
+// (retryTurns) and hold the pool's next free address back from the hosts
+// behind it.
 func (c *Claims) Missing(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) ([]string, error) {
 	var missing []string
 	for _, pool := range pools {
@@ -218,9 +223,24 @@ func (c *Claims) Missing(ctx context.Context, host *bmov1alpha1.BareMetalHost, p
 			return nil, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool), err)
 		case !ownership.OwnedByHost(claim, host):
 			missing = append(missing, pool)
+		case claim.Status.Address == nil && claim.Status.ErrorMessage != nil:
+			if err := deleteFailed(ctx, c.Client, claim); err != nil {
+				return nil, err
+			}
+			missing = append(missing, pool)
 		}
 	}
 	return missing, nil
+}
+
+// deleteFailed deletes a failed claim as read: a claim that changed since
+// (IPAM served it after all) is refused with a conflict, and decided again.
+func deleteFailed(ctx context.Context, c client.Client, claim *ipamv1.IPClaim) error {
+	uid, version := claim.UID, claim.ResourceVersion
+	if err := client.IgnoreNotFound(c.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &version})); err != nil {
+		return fmt.Errorf("deleting failed IPClaim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
 }
 
 // fencedAttempts bounds how often a fenced write that lost to a newer

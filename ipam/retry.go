@@ -218,6 +218,16 @@ func (u *poolUsage) add(address, claimName string) {
 	}
 }
 
+// takesAFreeAddress: IPAM serves a claim of this name with an address
+// that looks free. A pre-allocated claim takes its own address (IPAM's
+// allocateAddress), which freeCount already counts as taken, and a name
+// whose IPAddress is still there gets that one back.
+func (u poolUsage) takesAFreeAddress(pool *ipamv1.IPPool, claimName string) bool {
+	_, preAllocated := pool.Spec.PreAllocations[claimName]
+	_, hasAddress := u.byClaim[claimName]
+	return !preAllocated && !hasAddress
+}
+
 // freeCount is how many addresses of the pool's ranges are neither
 // allocated nor pre-allocated, counted up to limit.
 func (u poolUsage) freeCount(pool *ipamv1.IPPool, limit int) int {
@@ -349,8 +359,9 @@ func (p *pendingRetries) onPool(pool *ipamv1.IPPool, settled map[string]types.UI
 // freed address makes one failed claim again, not all of them. Our failed
 // claims of hosts we may write for take turns, oldest first, and as many
 // have a turn as the pool has addresses that look free, less the claims
-// IPAM has still to serve (any claim on the pool without address or error,
-// and our retries under way): IPAM serves those first.
+// IPAM has still to serve with one of them (any claim on the pool without
+// address or error, and our retries under way, unless pre-allocated): IPAM
+// serves those first.
 type retryTurns struct {
 	// hostsByClaim are the hosts of the failed claims whose turn it is, by
 	// claim name.
@@ -374,7 +385,9 @@ func (c *Claims) retryTurns(ctx context.Context, pool *ipamv1.IPPool, usage pool
 		case claim.Status.Address != nil:
 			settled[claim.Name] = claim.UID
 		case claim.Status.ErrorMessage == nil:
-			unserved[claim.Name] = true
+			if usage.takesAFreeAddress(pool, claim.Name) {
+				unserved[claim.Name] = true
+			}
 		default:
 			settled[claim.Name] = claim.UID
 			failed = append(failed, claim)
@@ -382,7 +395,9 @@ func (c *Claims) retryTurns(ctx context.Context, pool *ipamv1.IPPool, usage pool
 	}
 	underWay, recheck := c.retries.onPool(pool, settled, c.clock().Now())
 	for name := range underWay {
-		unserved[name] = true
+		if usage.takesAFreeAddress(pool, name) {
+			unserved[name] = true
+		}
 	}
 	// A failed claim deleted for a retry may still show in the cache.
 	failed = slices.DeleteFunc(failed, func(claim *ipamv1.IPClaim) bool { return underWay[claim.Name] == claim.UID })

@@ -69,6 +69,8 @@ type soak struct {
 	seen  map[string]bool
 	// managerKilled: the soak killed the manager and has not started it again.
 	managerKilled bool
+	// artifacts is where the logs and the objects of broken quiet points go.
+	artifacts string
 }
 
 func main() {
@@ -102,7 +104,7 @@ func run(seed uint64, steps int, keepGoing bool, managerBinary, artifacts string
 		return err
 	}
 	defer func() { err = errors.Join(err, c.close()) }()
-	s := &soak{cluster: c, managerLog: newLines{path: c.manager.LogPath}, registered: map[string]bool{}, seen: map[string]bool{}}
+	s := &soak{cluster: c, managerLog: newLines{path: c.manager.LogPath}, registered: map[string]bool{}, seen: map[string]bool{}, artifacts: artifacts}
 	plan := newPlanner(seed)
 	if err := s.createFleet(ctx, plan.book); err != nil {
 		return err
@@ -144,7 +146,7 @@ func (s *soak) step(ctx context.Context, step int, o op, templates [groups]templ
 	var note string
 	var err error
 	if o.kind == opQuietPoint {
-		note, err = s.quietPoint(ctx)
+		note, err = s.quietPoint(ctx, step)
 	} else {
 		note, err = s.execute(ctx, o, templates)
 		if o.kind == opRegister || o.kind == opRecreate {
@@ -165,7 +167,7 @@ func (s *soak) step(ctx context.Context, step int, o op, templates [groups]templ
 
 // quietPoint starts what is down, waits until everything settled and
 // checks the invariants; a broken one is checked again after a longer quiet.
-func (s *soak) quietPoint(ctx context.Context) (string, error) {
+func (s *soak) quietPoint(ctx context.Context, step int) (string, error) {
 	if !s.ipam.Running() {
 		if err := s.ipam.Start(); err != nil {
 			return "", err
@@ -202,7 +204,11 @@ func (s *soak) quietPoint(ctx context.Context) (string, error) {
 		}
 	}
 	if len(confirmed) > 0 {
-		return s.summary(snap), invariantErrors(confirmed)
+		path, err := s.dump(step, snap)
+		if err != nil {
+			return "", err
+		}
+		return s.summary(snap) + "; objects in " + path, invariantErrors(confirmed)
 	}
 	return s.summary(snap), nil
 }
