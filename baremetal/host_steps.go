@@ -74,6 +74,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 		// stops it, and a provisioned host whose Secret stays as it is
 		// claims nothing.
 		m.readSecret,
+		m.releaseFailedClaims,
 		m.driftWithoutClaims,
 		m.refuseSharedPoolNames,
 		m.releaseBeforeClaiming,
@@ -250,6 +251,15 @@ func (m *HostManager) releaseUnusedClaims(ctx context.Context, s *hostSetUp) (bo
 		return failed(err)
 	}
 	s.held = held
+	return goOn()
+}
+
+// releaseFailedClaims gives back the host's failed claims on pools its
+// template no longer uses, whatever the host's state: they hold no address.
+func (m *HostManager) releaseFailedClaims(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
+	if err := m.Claims.ReleaseFailed(ctx, s.host, s.pools); err != nil {
+		return failed(err)
+	}
 	return goOn()
 }
 

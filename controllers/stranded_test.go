@@ -293,3 +293,47 @@ func TestAProvisionedHostGivesUpItsFailedClaimAndItsTurn(t *testing.T) {
 	deleteHost(t, ns, "holder")
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-b")))
 }
+
+// A host whose template moves on while its claim on the template's pool
+// waits for an address gives that failed claim back at once, though the
+// host waits on its new pool: the address the old pool frees next goes to
+// the host waiting behind it there. Found by the soak (seed 1, step 764).
+func TestAHostMovedOnGivesUpItsFailedClaimAndItsTurn(t *testing.T) {
+	ns := newNamespace(t)
+	rackA, rackB := map[string]string{"rack": "a"}, map[string]string{"rack": "b"}
+	heldOld, heldNew := map[string]string{"rack": "holder-old"}, map[string]string{"rack": "holder-new"}
+	create(t,
+		fixtures.Pool(ns, "roomy", "198.51.100.10", "198.51.100.20", "198.51.100.1"),
+		fixtures.Pool(ns, "old", "192.0.2.10", "192.0.2.10", "192.0.2.1"),
+		fixtures.Pool(ns, "new", "203.0.113.10", "203.0.113.10", "203.0.113.1"),
+		fixtures.PreprovisioningTemplate(ns, "rack-a", rackA, fixtures.PoolNetworkData("roomy")),
+		fixtures.PreprovisioningTemplate(ns, "rack-b", rackB, fixtures.PoolNetworkData("old")),
+		fixtures.PreprovisioningTemplate(ns, "holder-old", heldOld, fixtures.PoolNetworkData("old")),
+		fixtures.PreprovisioningTemplate(ns, "holder-new", heldNew, fixtures.PoolNetworkData("new")),
+	)
+	create(t, rackHosts(ns, heldOld, 0, "holder-old")...)
+	create(t, rackHosts(ns, heldNew, 1, "holder-new")...)
+	create(t, rackHosts(ns, rackA, 2, "node-a")...)
+	for _, host := range []string{"holder-old", "holder-new", "node-a"} {
+		waitForNetworkData(t, ns, host)
+	}
+
+	patchTemplate(t, ns, "rack-a", func(template *preprovv1.Metal3PreprovisioningTemplate) {
+		template.Spec.NetworkData = fixtures.PoolNetworkData("old")
+	})
+	waitForFailedClaim(t, ns, ipam.ClaimName("node-a", "old"))
+	create(t, rackHosts(ns, rackB, 3, "node-b")...)
+	waitForFailedClaim(t, ns, ipam.ClaimName("node-b", "old"))
+
+	patchTemplate(t, ns, "rack-a", func(template *preprovv1.Metal3PreprovisioningTemplate) {
+		template.Spec.NetworkData = fixtures.PoolNetworkData("new")
+	})
+	waitForFailedClaim(t, ns, ipam.ClaimName("node-a", "new"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: ipam.ClaimName("node-a", "old")}, &ipamv1.IPClaim{})
+		assert.True(c, apierrors.IsNotFound(err), "the failed claim on the pool the host left is deleted: %v", err)
+	}, waitTimeout, pollInterval)
+
+	deleteHost(t, ns, "holder-old")
+	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-b")))
+}

@@ -70,6 +70,35 @@ func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalH
 	return kept, nil
 }
 
+// ReleaseFailed deletes the host's failed claims on the pools it no longer
+// claims from (not in keep). They hold no address, so no machine can use
+// one, and left there each would wait for a retry turn (retryTurns) that
+// its host never takes, holding the pool's next free address back from
+// the hosts behind it, for as long as the host waits on its new pools.
+func (c *Claims) ReleaseFailed(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string) error {
+	pools := &ipamv1.IPPoolList{}
+	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+		return fmt.Errorf("listing IPPools: %w", err)
+	}
+	for _, pool := range pools.Items {
+		if slices.Contains(keep, pool.Name) {
+			continue
+		}
+		claim := &ipamv1.IPClaim{}
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: ClaimName(host.Name, pool.Name)}, claim)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool.Name), err)
+		case ownedForRelease(claim, host) && claim.Status.Address == nil && claim.Status.ErrorMessage != nil:
+			if err := deleteFailed(ctx, c.Client, claim); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // releaseUnusedClaim releases one claim of the host's when nothing uses it,
 // or says why its machine keeps it.
 func (c *Claims) releaseUnusedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, keep []string,
@@ -89,10 +118,13 @@ func (c *Claims) releaseUnusedClaim(ctx context.Context, host *bmov1alpha1.BareM
 	if used {
 		return nil, c.clearUnusedSince(ctx, claim)
 	}
-	held, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPClaim, Claim: claim.Name,
-		Pool: networkdata.Pool{Name: claim.Spec.Pool.Name, APIGroup: networkdata.Metal3IPAMGroup, Kind: networkdata.Metal3PoolKind}}, users)
-	if err != nil || held != nil {
-		return held, err
+	if claim.Status.Address != nil {
+		// A claim without an address holds nothing a machine could use.
+		held, err := c.holdForMachine(ctx, claim, Held{Kind: kindIPClaim, Claim: claim.Name,
+			Pool: networkdata.Pool{Name: claim.Spec.Pool.Name, APIGroup: networkdata.Metal3IPAMGroup, Kind: networkdata.Metal3PoolKind}}, users)
+		if err != nil || held != nil {
+			return held, err
+		}
 	}
 	unused := func(ctx context.Context, claim *ipamv1.IPClaim) (bool, error) {
 		return c.unused(ctx, host, claim, keep, users.NetworkData)

@@ -48,3 +48,18 @@ func (s *soak) dump(step int, snap *snapshot) (string, error) {
 	path := filepath.Join(s.artifacts, fmt.Sprintf("objects-at-step-%d.yaml", step))
 	return path, os.WriteFile(path, out.Bytes(), 0o644)
 }
+
+// removeDumps removes the objects an earlier run dumped, which would be
+// taken for this run's.
+func removeDumps(artifacts string) error {
+	dumps, err := filepath.Glob(filepath.Join(artifacts, "objects-at-step-*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, dump := range dumps {
+		if err := os.Remove(dump); err != nil {
+			return err
+		}
+	}
+	return nil
+}

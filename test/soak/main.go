@@ -98,6 +98,9 @@ func run(seed uint64, steps int, keepGoing bool, managerBinary, artifacts string
 	if err = os.MkdirAll(artifacts, 0o755); err != nil {
 		return err
 	}
+	if err = removeDumps(artifacts); err != nil {
+		return err
+	}
 	started := time.Now()
 	c, err := startCluster(ctx, managerBinary, artifacts)
 	if err != nil {
