@@ -130,10 +130,9 @@ func TestReadyOnlyOnceTheWebhookServes(t *testing.T) {
 	certs := &envtest.WebhookInstallOptions{}
 	require.NoError(t, certs.PrepWithoutInstalling())
 	t.Cleanup(func() { _ = certs.Cleanup() })
-	healthPort, err := framework.FreePort()
+	ports, err := framework.FreePorts(2)
 	require.NoError(t, err)
-	webhookPort, err := framework.FreePort()
-	require.NoError(t, err)
+	healthPort, webhookPort := ports[0], ports[1]
 	opts := options{}
 	fs := newFlagSet("manager", &opts, &zap.Options{})
 	require.NoError(t, fs.Parse([]string{

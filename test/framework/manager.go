@@ -64,16 +64,12 @@ func (m *ManagerProcess) Start() error {
 	if m.Running() {
 		return fmt.Errorf("%s is already running (pid %d)", m.Name, m.PID())
 	}
-	probePort, err := FreePort()
+	ports, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
-	metricsPort, err := FreePort()
-	if err != nil {
-		return err
-	}
-	probe := fmt.Sprintf("127.0.0.1:%d", probePort)
-	m.metricsAddress = fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	probe := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	m.metricsAddress = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	args := append(append([]string{}, m.Args...),
 		"--diagnostics-address="+m.metricsAddress, "--insecure-diagnostics", "--health-addr="+probe)
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND

@@ -25,18 +25,38 @@ import (
 // FreePort asks the kernel for a free port on the loopback address, for a
 // server a test starts there.
 func FreePort() (int, error) {
-	var config net.ListenConfig
-	listener, err := config.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	address, isTCP := listener.Addr().(*net.TCPAddr)
-	// The server the port is for binds it once it is free again.
-	if err = listener.Close(); err != nil {
-		return 0, err
+	return ports[0], nil
+}
+
+// FreePorts asks the kernel for n distinct free ports on the loopback
+// address. Each is held until all are chosen: a port closed at once may be
+// handed out again by the next ask, and two servers given the same port
+// leave one of them unable to start.
+func FreePorts(n int) ([]int, error) {
+	var config net.ListenConfig
+	ports := make([]int, 0, n)
+	var listeners []net.Listener
+	defer func() {
+		// The servers the ports are for bind them once they are free again.
+		for _, listener := range listeners {
+			_ = listener.Close() // the port is still free to bind if its close failed
+		}
+	}()
+	for range n {
+		listener, err := config.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, listener)
+		address, isTCP := listener.Addr().(*net.TCPAddr)
+		if !isTCP {
+			return nil, fmt.Errorf("listening on %s: not a TCP address", listener.Addr())
+		}
+		ports = append(ports, address.Port)
 	}
-	if !isTCP {
-		return 0, fmt.Errorf("listening on %s: not a TCP address", listener.Addr())
-	}
-	return address.Port, nil
+	return ports, nil
 }

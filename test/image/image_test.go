@@ -241,10 +241,9 @@ func TestPodman(t *testing.T) {
 	require.NoError(t, err)
 	kubeconfig := managerKubeconfig(t, cp)
 
-	healthPort, err := framework.FreePort()
+	ports, err := framework.FreePorts(2)
 	require.NoError(t, err)
-	diagnosticsPort, err := framework.FreePort()
-	require.NoError(t, err)
+	healthPort, diagnosticsPort := ports[0], ports[1]
 	container := "capm3-preprov-image-test"
 	podman(t, append(append([]string{}, runArgs...), "--detach", "--name", container, "--network", "host",
 		"--volume", kubeconfig+":/etc/capm3-preprov/kubeconfig:ro", testImage,
