@@ -43,7 +43,8 @@ type MachineUse struct {
 //   - the deploy ramdisk: under Ironic's fast track the agent booted for
 //     inspection keeps running, with the data it booted with, through
 //     available, preparing and provisioning until the host is powered off or
-//     the ramdisk is booted again (inspection, deprovisioning).
+//     the ramdisk is booted again (inspection, deprovisioning); so does the
+//     one deprovisioning boots to clean the host.
 //
 // BMO records when each inspection, provisioning and deprovisioning starts
 // (status.operationHistory): a start after since booted the machine with
@@ -60,7 +61,9 @@ func MachineUseSince(host *bmov1alpha1.BareMetalHost, since time.Time) MachineUs
 			"; BMO gives the OS the pre-provisioning network data when spec.networkData is unset): it is released once the " +
 			"host is deprovisioned"}
 	}
-	if osStates[state] && state != bmov1alpha1.StateProvisioning {
+	// Provisioning and deprovisioning boot the deploy ramdisk (deprovisioning
+	// cleans with it), which fast track then keeps running.
+	if osStates[state] && state != bmov1alpha1.StateProvisioning && state != bmov1alpha1.StateDeprovisioning {
 		return MachineUse{}
 	}
 	lastRamdiskBoot := history.Inspect.Start.Time
