@@ -86,7 +86,7 @@ func (m *HostManager) checkRamdiskReach(ctx context.Context, s *hostSetUp) (bool
 // template's own, else the manager's; and where they came from.
 func (m *HostManager) ramdiskEndpoints(governing template.Template) ([]networkdata.Endpoint, string) {
 	if len(governing.RamdiskEndpoints) > 0 {
-		return governing.RamdiskEndpoints, fmt.Sprintf("spec.ramdiskEndpoints of %s", governing.Ref)
+		return governing.RamdiskEndpoints, "the template's spec.ramdiskEndpoints"
 	}
 	return m.RamdiskEndpoints, fmt.Sprintf("the manager's --%s", RamdiskEndpointsFlag)
 }

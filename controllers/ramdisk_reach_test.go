@@ -54,7 +54,8 @@ func TestRamdiskWithoutAWayToIronicStaysPaused(t *testing.T) {
 
 	note := waitForEvent(t, ns, "node-0", baremetal.ReasonEndpointUnreachable)
 	assert.Contains(t, note, "the host is kept paused (metal3.io/preprovisioning) and nothing is written for it")
-	assert.Contains(t, note, "(spec.ramdiskEndpoints of Metal3PreprovisioningTemplate/rack-r1): https://198.51.100.2:6385 (198.51.100.2): "+
+	assert.Contains(t, note, "the network data Metal3PreprovisioningTemplate/rack-r1 renders gives the deploy ramdisk no way to what it must reach "+
+		"without DHCP (the template's spec.ramdiskEndpoints): https://198.51.100.2:6385 (198.51.100.2): "+
 		"no IPv4 network has it on its subnet (192.0.2.0/24 on network provisioning), and no route leads to it")
 	assert.NotContains(t, note, "192.0.2.3:", "an endpoint on the host's subnet is reached")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
