@@ -86,9 +86,9 @@ func main() {
 		ctrl.Log.Error(err, "Invalid flags")
 		os.Exit(2)
 	}
-	ramdiskEndpoints, err := networkdata.ParseEndpoints(opts.ramdiskEndpoints)
+	ramdiskEndpoints, err := parseRamdiskEndpoints(opts)
 	if err != nil {
-		ctrl.Log.Error(err, "Invalid flags", "flag", "--"+baremetal.RamdiskEndpointsFlag)
+		ctrl.Log.Error(err, "Invalid flags")
 		os.Exit(2)
 	}
 	if err := run(opts, ramdiskEndpoints); err != nil {
@@ -168,6 +168,16 @@ func resolveDeprecatedFlags(fs *pflag.FlagSet, opts *options) error {
 	opts.diagnostics.DiagnosticsAddress = opts.metricsBindAddress
 	opts.diagnostics.InsecureDiagnostics = true
 	return nil
+}
+
+// parseRamdiskEndpoints reads --ramdisk-endpoints as templates'
+// spec.ramdiskEndpoints are read.
+func parseRamdiskEndpoints(opts options) ([]networkdata.Endpoint, error) {
+	endpoints, err := networkdata.ParseEndpoints(opts.ramdiskEndpoints)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", baremetal.RamdiskEndpointsFlag, err)
+	}
+	return endpoints, nil
 }
 
 func run(opts options, ramdiskEndpoints []networkdata.Endpoint) error {

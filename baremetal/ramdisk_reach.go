@@ -88,7 +88,7 @@ func (m *HostManager) ramdiskEndpoints(governing template.Template) ([]networkda
 	if len(governing.RamdiskEndpoints) > 0 {
 		return governing.RamdiskEndpoints, "the template's spec.ramdiskEndpoints"
 	}
-	return m.RamdiskEndpoints, fmt.Sprintf("the manager's --%s", RamdiskEndpointsFlag)
+	return m.RamdiskEndpoints, "the manager's --" + RamdiskEndpointsFlag
 }
 
 // UnreachableMessage says which endpoints the network data of a host gives

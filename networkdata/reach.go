@@ -174,13 +174,16 @@ func prefixOf(address, netmask string) (netip.Prefix, error) {
 
 // noWayTo says why the networks give no way to target, or "" when they do.
 func (ns reachNetworks) noWayTo(target netip.Addr) string {
-	fam := family(target.Is4())
+	fam, staticType := family(target.Is4()), "ipv6"
+	if target.Is4() {
+		staticType = "ipv4"
+	}
 	var static reachNetworks
 	for _, n := range ns {
 		switch {
-		case n.Type == strings.ToLower(fam)+"_dhcp" || (!target.Is4() && n.Type == "ipv6_slaac"):
+		case n.Type == staticType+"_dhcp" || (!target.Is4() && n.Type == "ipv6_slaac"):
 			return ""
-		case n.Type == strings.ToLower(fam):
+		case n.Type == staticType:
 			static = append(static, n)
 		}
 	}
