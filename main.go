@@ -40,6 +40,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/webhooks"
 )
 
@@ -60,6 +61,7 @@ type options struct {
 	poolPreallocations  bool
 	hostConcurrency     int
 	inspectionStall     time.Duration
+	ramdiskEndpoints    []string
 	qps                 float64
 	burst               int
 
@@ -84,7 +86,12 @@ func main() {
 		ctrl.Log.Error(err, "Invalid flags")
 		os.Exit(2)
 	}
-	if err := run(opts); err != nil {
+	ramdiskEndpoints, err := parseRamdiskEndpoints(opts)
+	if err != nil {
+		ctrl.Log.Error(err, "Invalid flags")
+		os.Exit(2)
+	}
+	if err := run(opts, ramdiskEndpoints); err != nil {
 		ctrl.Log.Error(err, "Manager failed")
 		os.Exit(1)
 	}
@@ -127,6 +134,12 @@ func initFlags(fs *pflag.FlagSet, opts *options) {
 	fs.IntVar(&opts.hostConcurrency, "host-concurrency", 10, "How many hosts are reconciled at once.")
 	fs.DurationVar(&opts.inspectionStall, "inspection-stall-timeout", baremetal.DefaultInspectionStallTimeout,
 		"How long BMO may keep a host we unpaused registering or inspecting before the host gets a PreprovisioningInspectionStalled Warning.")
+	fs.StringSliceVar(&opts.ramdiskEndpoints, baremetal.RamdiskEndpointsFlag, nil,
+		"What the deploy ramdisk must reach without DHCP, comma-separated or repeated: Ironic's API as the ramdisk calls it "+
+			"(ironic-image's IRONIC_EXTERNAL_CALLBACK_URL) and its image server (IRONIC_EXTERNAL_HTTP_URL), as URLs with an IP "+
+			"address or bare IP addresses. A host whose network data has no address of an endpoint's family, or no route to it, "+
+			"is kept paused with a "+baremetal.ReasonEndpointUnreachable+" Warning. A Metal3PreprovisioningTemplate's "+
+			"spec.ramdiskEndpoints replaces it for its hosts. Default: no check.")
 	fs.Float64Var(&opts.qps, "kube-api-qps", 20, "Maximum queries per second to the API server.")
 	fs.IntVar(&opts.burst, "kube-api-burst", 30, "Maximum burst of queries to the API server.")
 
@@ -157,7 +170,17 @@ func resolveDeprecatedFlags(fs *pflag.FlagSet, opts *options) error {
 	return nil
 }
 
-func run(opts options) error {
+// parseRamdiskEndpoints reads --ramdisk-endpoints as templates'
+// spec.ramdiskEndpoints are read.
+func parseRamdiskEndpoints(opts options) ([]networkdata.Endpoint, error) {
+	endpoints, err := networkdata.ParseEndpoints(opts.ramdiskEndpoints)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", baremetal.RamdiskEndpointsFlag, err)
+	}
+	return endpoints, nil
+}
+
+func run(opts options, ramdiskEndpoints []networkdata.Endpoint) error {
 	ctx := ctrl.SetupSignalHandler()
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
@@ -180,6 +203,7 @@ func run(opts options) error {
 		Host:                controller.Options{MaxConcurrentReconciles: opts.hostConcurrency},
 
 		InspectionStallTimeout: opts.inspectionStall,
+		RamdiskEndpoints:       ramdiskEndpoints,
 	}); err != nil {
 		return err
 	}

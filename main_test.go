@@ -123,6 +123,38 @@ func TestDeprecatedFlags(t *testing.T) {
 	}
 }
 
+// TestRamdiskEndpointsFlag: comma-separated or repeated, and a bad one
+// refused with the flag's name.
+func TestRamdiskEndpointsFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{args: nil},
+		{args: []string{"--ramdisk-endpoints=https://192.0.2.2:6385,http://[2001:db8::2]:6180"}, want: []string{"192.0.2.2", "2001:db8::2"}},
+		{args: []string{"--ramdisk-endpoints=192.0.2.2", "--ramdisk-endpoints=192.0.2.3"}, want: []string{"192.0.2.2", "192.0.2.3"}},
+		{args: []string{"--ramdisk-endpoints=https://ironic.local:6385"}, wantErr: `--ramdisk-endpoints: "https://ironic.local:6385" names no IP address`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			opts := options{}
+			require.NoError(t, newFlagSet("manager", &opts, &zap.Options{}).Parse(tt.args))
+			endpoints, err := parseRamdiskEndpoints(opts)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var addresses []string
+			for _, endpoint := range endpoints {
+				addresses = append(addresses, endpoint.Address.String())
+			}
+			assert.Equal(t, tt.want, addresses)
+		})
+	}
+}
+
 // TestReadyOnlyOnceTheWebhookServes: the manager is ready, and alive, only
 // once its webhook server serves; until then the API server would send
 // template admissions to a Pod that cannot answer them.

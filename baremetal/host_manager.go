@@ -57,6 +57,11 @@ type HostManager struct {
 	// label); the Client is used when it is nil.
 	APIReader client.Reader
 
+	// RamdiskEndpoints are what the deploy ramdisk must reach without DHCP
+	// (--ramdisk-endpoints), for hosts whose template names none: a host
+	// whose network data has no way to one is kept paused.
+	RamdiskEndpoints []networkdata.Endpoint
+
 	// InspectionStallTimeout is how long BMO may take a host we unpaused
 	// through registering and inspecting (DefaultInspectionStallTimeout
 	// when zero).

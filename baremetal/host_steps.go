@@ -56,6 +56,8 @@ type hostSetUp struct {
 	// held are the claims the host's network data no longer names that its
 	// machine may still run with.
 	held []ipam.Held
+	// unreachable is what the rendered data gives the ramdisk no way to.
+	unreachable *Unreachable
 }
 
 // setUpStep is one step of a host's set-up, as the phases of Cluster API's
@@ -81,6 +83,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 		m.claimAddresses,
 		m.renderNetworkData,
 		m.keepProvisionedHostsSecret,
+		m.checkRamdiskReach,
 		m.awaitCreatedSecret,
 		m.writeSecret,
 		m.pointHostAtSecret,
@@ -91,7 +94,7 @@ func (m *HostManager) setUp(ctx context.Context, host *bmov1alpha1.BareMetalHost
 			return why, err
 		}
 	}
-	return Outcome{Phase: PhaseReady, Template: governing.Ref, Held: s.held}, nil
+	return Outcome{Phase: PhaseReady, Template: governing.Ref, Held: s.held, Unreachable: s.unreachable}, nil
 }
 
 // goOn is what a step returns when the set-up goes on.

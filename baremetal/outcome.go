@@ -141,6 +141,9 @@ type Outcome struct {
 	// names and that are kept because its machine may still run with
 	// their addresses.
 	Held []ipam.Held
+	// Unreachable is what the host's network data gives its deploy ramdisk
+	// no way to: the reason a paused host fails, a Warning on a Ready one.
+	Unreachable *Unreachable
 }
 
 // Equal reports whether two outcomes say the same.
@@ -148,7 +151,7 @@ func (o Outcome) Equal(other Outcome) bool {
 	return o.Phase == other.Phase && o.Ignored == other.Ignored && o.Waiting == other.Waiting && o.Template == other.Template && o.Reason == other.Reason &&
 		o.Message == other.Message && slices.Equal(o.Conflicts, other.Conflicts) && o.BootNeedsDHCP == other.BootNeedsDHCP &&
 		o.CollidingData == other.CollidingData && slices.Equal(o.LeftOvers, other.LeftOvers) &&
-		o.InspectionStalled == other.InspectionStalled && slices.Equal(o.Held, other.Held)
+		o.InspectionStalled == other.InspectionStalled && slices.Equal(o.Held, other.Held) && o.Unreachable.Equal(other.Unreachable)
 }
 
 // Reconcile takes one host as far as it can go now and reports the outcome:
@@ -216,6 +219,13 @@ func (m *HostManager) report(ctx context.Context, host *bmov1alpha1.BareMetalHos
 		message, items := HeldMessage(outcome.Held)
 		ctrl.LoggerFrom(ctx).Info("Keeping claims the host's machine may still use", "claims", items)
 		m.event(host, corev1.EventTypeNormal, ReasonAddressHeld, message, items...)
+	}
+	// Once when what a set-up host's ramdisk cannot reach changes; a
+	// paused host's is its failure, reported above.
+	if outcome.Phase == PhaseReady && outcome.Unreachable != nil && !outcome.Unreachable.Equal(previous.Unreachable) {
+		message, items := UnreachableMessage(outcome.Template, outcome.Unreachable, false)
+		ctrl.LoggerFrom(ctx).Info("The deploy ramdisk cannot reach its endpoints", "unreachable", items)
+		m.event(host, corev1.EventTypeWarning, ReasonEndpointUnreachable, message, items...)
 	}
 	// Once when a selected host's BMC address starts to need DHCP, not on
 	// every change of its phase.

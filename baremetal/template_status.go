@@ -32,6 +32,9 @@ import (
 // HostCounts is how the hosts of one template stand.
 type HostCounts struct {
 	Matched, Ready, Waiting, Failed, Conflicting, Orphaned, Drifted, Stalled int32
+	// Unreachable counts the failed hosts kept paused because their ramdisk
+	// could not reach its endpoints.
+	Unreachable int32
 }
 
 // CountHosts counts, from where the hosts stand, the hosts a template
@@ -68,6 +71,9 @@ func CountHosts(ref template.Ref, outcomes map[string]Outcome) HostCounts {
 			counts.Waiting++
 		case PhaseFailed:
 			counts.Failed++
+			if outcome.Reason == ReasonEndpointUnreachable {
+				counts.Unreachable++
+			}
 		}
 		counts.Matched++
 	}
@@ -111,6 +117,11 @@ func ReadyCondition(counts HostCounts, problem string) metav1.Condition {
 		condition.Reason = preprovv1.HostsConflictingReason
 		condition.Message = fmt.Sprintf("%d of %d hosts are selected by another template too and are left untouched; "+
 			"see the Warning events on the hosts", counts.Conflicting, counts.Matched)
+	case counts.Failed > 0 && counts.Unreachable == counts.Failed:
+		condition.Reason = preprovv1.EndpointsUnreachableReason
+		condition.Message = fmt.Sprintf("%d of %d hosts are kept paused: their network data gives the deploy ramdisk no way "+
+			"to the endpoints it must reach without DHCP; see their %s Warning events", counts.Unreachable, counts.Matched,
+			ReasonEndpointUnreachable)
 	case counts.Failed > 0:
 		condition.Reason = preprovv1.HostsFailedReason
 		condition.Message = fmt.Sprintf("%d of %d hosts need a fix; see the Warning events on the hosts", counts.Failed, counts.Matched)

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/template"
@@ -48,6 +49,15 @@ func TestCountHosts(t *testing.T) {
 			want: HostCounts{Matched: 6, Ready: 3, Waiting: 1, Failed: 1, Conflicting: 1, Orphaned: 1, Drifted: 1, Stalled: 1},
 		},
 		{
+			name: "hosts kept paused for their ramdisk's endpoints",
+			outcomes: map[string]Outcome{
+				"unreachable":   {Phase: PhaseFailed, Template: mine, Reason: ReasonEndpointUnreachable},
+				"failed":        {Phase: PhaseFailed, Template: mine, Reason: ReasonRenderFailed},
+				"set up anyway": {Phase: PhaseReady, Template: mine, Unreachable: &Unreachable{Source: "the manager's --ramdisk-endpoints"}},
+			},
+			want: HostCounts{Matched: 3, Ready: 1, Failed: 2, Unreachable: 1},
+		},
+		{
 			name: "other templates' hosts do not count",
 			outcomes: map[string]Outcome{
 				"theirs":         {Phase: PhaseReady, Template: other},
@@ -69,4 +79,27 @@ func TestCountHosts(t *testing.T) {
 			assert.Equal(t, tt.want, CountHosts(mine, tt.outcomes))
 		})
 	}
+}
+
+func TestReadyConditionOfUnreachableEndpoints(t *testing.T) {
+	tests := []struct {
+		name   string
+		counts HostCounts
+		reason string
+	}{
+		{name: "every failed host is kept paused for its endpoints", counts: HostCounts{Matched: 3, Ready: 1, Failed: 2, Unreachable: 2},
+			reason: preprovv1.EndpointsUnreachableReason},
+		{name: "other failures too", counts: HostCounts{Matched: 3, Failed: 2, Unreachable: 1}, reason: preprovv1.HostsFailedReason},
+		{name: "none", counts: HostCounts{Matched: 3, Failed: 1}, reason: preprovv1.HostsFailedReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			condition := ReadyCondition(tt.counts, "")
+			assert.Equal(t, tt.reason, condition.Reason)
+			assert.Equal(t, metav1.ConditionFalse, condition.Status)
+		})
+	}
+	condition := ReadyCondition(HostCounts{Matched: 3, Failed: 2, Unreachable: 2}, "")
+	assert.Equal(t, "2 of 3 hosts are kept paused: their network data gives the deploy ramdisk no way to the endpoints it must "+
+		"reach without DHCP; see their PreprovisioningEndpointUnreachable Warning events", condition.Message)
 }

@@ -196,6 +196,8 @@ type explainCase struct {
 	want  plugin.Situation
 	// says are parts of the explanation.
 	says []string
+	// args are more arguments of kubectl preprov explain.
+	args []string
 }
 
 // TestPluginExplains sets up each situation a host can be in and checks
@@ -248,6 +250,31 @@ func TestPluginExplains(t *testing.T) {
 		want: plugin.SituationAddressesHeld,
 		says: []string{"set up from Metal3PreprovisioningTemplate/rack-r1", `IPClaim "node-0-old" on IPPool "old" is kept`,
 			"under Ironic's fast track", "Normal  PreprovisioningAddressHeld"},
+	}, {
+		name: "a ramdisk with no way to Ironic",
+		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
+			racked := map[string]string{"rack": "r1"}
+			template := fixtures.PreprovisioningTemplate(ns, "rack-r1", racked, fixtures.PoolNetworkData("provisioning"))
+			template.Spec.RamdiskEndpoints = []string{"https://[2001:db8:1::2]:6385"}
+			create(t, fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1"), template,
+				fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", racked))
+			return "node-0"
+		},
+		want: plugin.SituationUnreachable,
+		says: []string{"the host is kept paused (metal3.io/preprovisioning)", "(2001:db8:1::2): the network data has no IPv6 network",
+			"give the network data an address of each endpoint's family and a route to it", "Warning  PreprovisioningEndpointUnreachable"},
+	}, {
+		name: "set up, with an endpoint of the manager's its ramdisk cannot reach",
+		setUp: func(t *testing.T, ns string) string {
+			t.Helper()
+			setUpRackedHost(t, ns)
+			return "node-0"
+		},
+		args: []string{"--ramdisk-endpoints", "http://192.0.2.2:6385"},
+		want: plugin.SituationSetUp,
+		says: []string{"(the manager's --ramdisk-endpoints): http://192.0.2.2:6385 (192.0.2.2): the network data has no IPv4 network",
+			"so it is set up anyway"},
 	}, {
 		name: "paused by someone else",
 		setUp: func(t *testing.T, ns string) string {
@@ -406,7 +433,7 @@ func TestPluginExplains(t *testing.T) {
 			ns := newNamespace(t)
 			host := tt.setUp(t, ns)
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				out, err := runPlugin(t, "explain", host, "-n", ns)
+				out, err := runPlugin(t, append([]string{"explain", host, "-n", ns}, tt.args...)...)
 				require.NoError(c, err)
 				firstLine, _, _ := strings.Cut(out, "\n")
 				require.Equal(c, "BareMetalHost "+ns+"/"+host+": "+string(tt.want), firstLine, out)
@@ -436,10 +463,11 @@ func controllerAgrees(c *assert.CollectT, situation plugin.Situation, host *bmov
 		plugin.SituationStalled: baremetal.PhaseReady, plugin.SituationInvalidTemplate: baremetal.PhaseFailed,
 		plugin.SituationAddressesHeld: baremetal.PhaseReady,
 		plugin.SituationRenderFailed:  baremetal.PhaseFailed, plugin.SituationClaimFailed: baremetal.PhaseFailed,
+		plugin.SituationUnreachable: baremetal.PhaseFailed,
 	}
 	reason := map[plugin.Situation]string{
 		plugin.SituationInvalidTemplate: baremetal.ReasonTemplateInvalid, plugin.SituationRenderFailed: baremetal.ReasonRenderFailed,
-		plugin.SituationClaimFailed: baremetal.ReasonIPClaimFailed,
+		plugin.SituationClaimFailed: baremetal.ReasonIPClaimFailed, plugin.SituationUnreachable: baremetal.ReasonEndpointUnreachable,
 	}
 	switch situation {
 	case plugin.SituationPausedByCAPI, plugin.SituationBeingMoved:

@@ -30,6 +30,7 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
 
 // EventSource is the name our events are reported by.
@@ -48,6 +49,9 @@ type Options struct {
 	// through registering and inspecting before the host gets a Warning
 	// event (baremetal.DefaultInspectionStallTimeout when zero).
 	InspectionStallTimeout time.Duration
+	// RamdiskEndpoints are what the deploy ramdisk must reach without DHCP
+	// (--ramdisk-endpoints), for templates that name none.
+	RamdiskEndpoints []networkdata.Endpoint
 }
 
 // Setup registers the field indexes, every controller and the hosts
@@ -78,6 +82,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*bar
 		APIReader: mgr.GetAPIReader(),
 
 		InspectionStallTimeout: opts.InspectionStallTimeout,
+		RamdiskEndpoints:       opts.RamdiskEndpoints,
 	}
 	if opts.PoolPreallocations {
 		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}

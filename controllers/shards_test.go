@@ -45,6 +45,13 @@ import (
 // the binary wires it.
 func startShardManager(t *testing.T, shard string) {
 	t.Helper()
+	startShardManagerWith(t, shard, Options{})
+}
+
+// startShardManagerWith starts a shard's manager with these options (the
+// manager's other flags).
+func startShardManagerWith(t *testing.T, shard string, opts Options) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
 		Scheme:     testEnv.Scheme,
 		Cache:      CacheOptions("", shard),
@@ -53,7 +60,7 @@ func startShardManager(t *testing.T, shard string) {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = setupControllers(ctx, mgr, Options{})
+	_, err = setupControllers(ctx, mgr, opts)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -74,6 +74,11 @@ type Template struct {
 	// (Metal3PreprovisioningTemplate spec.bondParameters).
 	BondParameters map[string]map[string]intstr.IntOrString
 
+	// RamdiskEndpoints are what the deploy ramdisk of the template's hosts
+	// must reach (Metal3PreprovisioningTemplate spec.ramdiskEndpoints); when
+	// empty, the manager's --ramdisk-endpoints apply.
+	RamdiskEndpoints []networkdata.Endpoint
+
 	// AdoptExistingHosts lets the template manage hosts that are not paused
 	// for preprovisioning.
 	AdoptExistingHosts bool
@@ -155,6 +160,9 @@ func FromPreprovisioningTemplate(m3ppt *preprovv1.Metal3PreprovisioningTemplate)
 	}
 	if errs := SpecErrors(&spec); len(errs) > 0 {
 		template.Invalid = errs.ToAggregate().Error()
+	} else {
+		// SpecErrors found every endpoint valid.
+		template.RamdiskEndpoints, _ = networkdata.ParseEndpoints(spec.RamdiskEndpoints)
 	}
 	switch {
 	case spec.NetworkData != nil && spec.DataTemplateRef != nil:

@@ -36,7 +36,20 @@ import (
 func SpecErrors(spec *preprovv1.Metal3PreprovisioningTemplateSpec) field.ErrorList {
 	path := field.NewPath("spec")
 	errs := selectorErrors(spec.HostSelector, path.Child("hostSelector"))
-	return append(errs, sourceErrors(spec, path)...)
+	errs = append(errs, sourceErrors(spec, path)...)
+	return append(errs, endpointErrors(spec.RamdiskEndpoints, path.Child("ramdiskEndpoints"))...)
+}
+
+// endpointErrors checks each endpoint with ParseEndpoint, the function the
+// controller reads them with.
+func endpointErrors(endpoints []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, endpoint := range endpoints {
+		if _, err := networkdata.ParseEndpoint(endpoint); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), endpoint, err.Error()))
+		}
+	}
+	return errs
 }
 
 // selectorErrors refuses a selector that would select every host of the

@@ -70,6 +70,8 @@ func TestValidTemplates(t *testing.T) {
 		"dataTemplateRef":            dataTemplateRefSpec,
 		"bond parameters":            bondedSpec,
 		"bond parameters with a ref": `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}, "bondParameters": {"bond9": {"miimon": 100}}}`,
+		"ramdisk endpoints": `{` + selector + `, "dataTemplateRef": {"name": "prov-data"},
+			"ramdiskEndpoints": ["https://192.0.2.2:6385", "http://[2001:db8::2]:6180/images", "192.0.2.3"]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			template := newTemplate(t, spec)
@@ -205,6 +207,19 @@ func TestTemplateRules(t *testing.T) {
 				"parameters": [{"name": "options", "value": {}}]}]}}`),
 			field:    "spec.networkData.links.bonds[id=bond0].bondLinks",
 			contains: []string{"is empty", "Ironic's network_data schema requires bond_links"},
+		},
+		// Ramdisk endpoints.
+		{
+			name:     "ramdisk endpoint with a host name",
+			spec:     `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}, "ramdiskEndpoints": ["192.0.2.2", "https://ironic.example.com:6385"]}`,
+			field:    "spec.ramdiskEndpoints[1]",
+			contains: []string{`"https://ironic.example.com:6385" names no IP address`, "a host name is not taken"},
+		},
+		{
+			name:     "ramdisk endpoint on loopback",
+			spec:     `{` + selector + `, "dataTemplateRef": {"name": "prov-data"}, "ramdiskEndpoints": ["http://127.0.0.1:6385/v1/"]}`,
+			field:    "spec.ramdiskEndpoints[0]",
+			contains: []string{"loopback", "IRONIC_EXTERNAL_CALLBACK_URL"},
 		},
 		// Bond parameters.
 		{

@@ -31,6 +31,11 @@ const (
 	HostsConflictingReason = "HostsConflicting"
 	// HostsFailedReason: some hosts need a user's fix.
 	HostsFailedReason = "HostsFailed"
+	// EndpointsUnreachableReason: the hosts that need a fix are kept paused
+	// because their network data gives the deploy ramdisk no way to the
+	// endpoints it must reach (the manager's --ramdisk-endpoints or the
+	// template's spec.ramdiskEndpoints).
+	EndpointsUnreachableReason = "EndpointsUnreachable"
 	// HostsWaitingReason: some hosts wait for IP addresses.
 	HostsWaitingReason = "HostsWaiting"
 

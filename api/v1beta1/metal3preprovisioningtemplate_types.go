@@ -71,6 +71,19 @@ type Metal3PreprovisioningTemplateSpec struct {
 	// +kubebuilder:validation:MaxProperties=512
 	BondParameters map[string]map[string]intstr.IntOrString `json:"bondParameters,omitempty"`
 
+	// ramdiskEndpoints are what the deploy ramdisk of this template's hosts
+	// must reach without DHCP: Ironic's API as the ramdisk calls it back
+	// (ironic-image's IRONIC_EXTERNAL_CALLBACK_URL) and its image server
+	// (IRONIC_EXTERNAL_HTTP_URL), as URLs with an IP address or as bare IP
+	// addresses; host names are refused. A host whose network data has no
+	// address of an endpoint's family, or no route to it, is kept paused with
+	// a PreprovisioningEndpointUnreachable Warning. When set, replaces the
+	// manager's --ramdisk-endpoints for this template's hosts.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=2048
+	RamdiskEndpoints []string `json:"ramdiskEndpoints,omitempty"`
+
 	// adoptExistingHosts lets this template manage hosts that are not paused
 	// with metal3.io/preprovisioning. Off by default, so installing the
 	// controller never changes an existing fleet.

@@ -49,6 +49,8 @@ type Options struct {
 	// flags of the same names.
 	AllMachineTemplates    bool
 	InspectionStallTimeout time.Duration
+	// RamdiskEndpoints is the manager's --ramdisk-endpoints.
+	RamdiskEndpoints []string
 
 	scheme *runtime.Scheme
 	// restConfig, when set, is used instead of the kubeconfig (tests).
@@ -78,6 +80,8 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 		"every Metal3MachineTemplate is a template source: set it when the manager runs with --all-machine-templates")
 	flags.DurationVar(&options.InspectionStallTimeout, "inspection-stall-timeout", baremetal.DefaultInspectionStallTimeout,
 		"how long BMO may keep a host we unpaused registering or inspecting: the manager's flag of the same name")
+	flags.StringSliceVar(&options.RamdiskEndpoints, baremetal.RamdiskEndpointsFlag, nil,
+		"what the deploy ramdisk must reach without DHCP: the manager's flag of the same name")
 	command.AddCommand(newRenderCommand(options), newExplainCommand(options))
 	return command
 }

@@ -36,6 +36,7 @@ import (
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
+	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
 
@@ -54,6 +55,7 @@ const (
 	SituationInvalidTemplate Situation = "InvalidTemplate"
 	SituationRenderFailed    Situation = "RenderFailed"
 	SituationClaimFailed     Situation = "IPClaimFailed"
+	SituationUnreachable     Situation = "EndpointUnreachable"
 	SituationWaitingForIPAM  Situation = "WaitingForIPAM"
 	SituationWaiting         Situation = "Waiting"
 	SituationFailed          Situation = "Failed"
@@ -108,6 +110,10 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 		result.Situation, result.Why, result.Fix = situation(host, result.Outcome, false)
 		return result, nil
 	}
+	endpoints, err := networkdata.ParseEndpoints(o.RamdiskEndpoints)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", baremetal.RamdiskEndpointsFlag, err)
+	}
 	recorder := &writeRecorder{scheme: o.scheme}
 	dryRun := recorder.client(live)
 	templates := &baremetal.Templates{Reader: live, AllMachineTemplates: o.AllMachineTemplates}
@@ -118,6 +124,7 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 		Recorder:               recorder,
 		APIReader:              live,
 		InspectionStallTimeout: o.InspectionStallTimeout,
+		RamdiskEndpoints:       endpoints,
 	}
 	outcome, err := manager.Reconcile(ctrl.LoggerInto(ctx, logr.Discard()), host.DeepCopy())
 	if err != nil {
@@ -130,6 +137,10 @@ func explain(ctx context.Context, o *Options, live client.WithWatch, key client.
 	}
 	if outcome.BootNeedsDHCP != "" {
 		result.Warnings = append(result.Warnings, baremetal.BootNeedsDHCPMessage(outcome.BootNeedsDHCP))
+	}
+	if outcome.Phase == baremetal.PhaseReady && outcome.Unreachable != nil {
+		message, _ := baremetal.UnreachableMessage(outcome.Template, outcome.Unreachable, false)
+		result.Warnings = append(result.Warnings, message)
 	}
 	if len(outcome.LeftOvers) > 0 {
 		result.Warnings = append(result.Warnings, baremetal.LeftOversMessage(outcome.Template, outcome.TemplateUsers, outcome.LeftOvers))
@@ -291,6 +302,11 @@ func failed(outcome baremetal.Outcome) (Situation, string, string) {
 	case baremetal.ReasonIPClaimFailed:
 		return SituationClaimFailed, outcome.Message, "grow the pool or free one of its addresses, or fix what the message names " +
 			"(the pool, its kind, or a claim of another owner)"
+	case baremetal.ReasonEndpointUnreachable:
+		return SituationUnreachable, outcome.Message, "give the network data an address of each endpoint's family and a route " +
+			"to it (a default route through the gateway of the network's subnet; kubectl preprov render shows what the ramdisk " +
+			"gets), or correct the endpoints: the template's spec.ramdiskEndpoints, else the manager's --" +
+			baremetal.RamdiskEndpointsFlag + " (pass the same to kubectl preprov)"
 	case baremetal.ReasonPoolNameShared:
 		return SituationFailed, outcome.Message, "rename the Cluster API IPAM pool or the Metal3 IPPool of the same name, " +
 			"and the template's reference to it: Metal3 IPAM serves IPAddressClaims by pool name"
