@@ -123,10 +123,10 @@ func (t *Tally) OfTemplate(namespace string, ref template.Ref) HostCounts {
 
 // count adds (sign 1) or takes away (sign -1) one host in the counts, and
 // returns the templates it counts for.
-func (t *Tally) count(namespace string, host tallied, sign int) []TemplateKey {
+func (t *Tally) count(namespace string, host tallied, sign int32) []TemplateKey {
 	if host.phase != PhaseIgnored {
 		group := metrics.HostGroup{Phase: string(host.phase), BootNeedsDHCP: host.bootNeedsDHCP, InspectionStalled: host.inspectionStalled}
-		if t.groups[group] += sign; t.groups[group] == 0 {
+		if t.groups[group] += int(sign); t.groups[group] == 0 {
 			delete(t.groups, group)
 		}
 	}
@@ -134,7 +134,7 @@ func (t *Tally) count(namespace string, host tallied, sign int) []TemplateKey {
 	for ref, delta := range host.templateCounts() {
 		key := TemplateKey{Namespace: namespace, Ref: ref}
 		counts := t.templates[key]
-		counts.add(delta, int32(sign))
+		counts.add(delta, sign)
 		if counts == (HostCounts{}) {
 			delete(t.templates, key)
 		} else {

@@ -71,7 +71,7 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}()
 
 	// A manager that has just started counts every host first.
-	if err := r.Hosts.waitForSync(ctx); err != nil {
+	if err = r.Hosts.waitForSync(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	view := template.FromPreprovisioningTemplate(m3ppt)
