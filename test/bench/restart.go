@@ -202,7 +202,18 @@ func (b *bench) waitForCatchUp(ctx context.Context, manager *managerProcess, sta
 		}
 		sample, err := manager.Metrics(ctx)
 		if err != nil {
-			return 0, errors.Join(ctx.Err(), err)
+			// The manager is ready before its metrics endpoint listens, by
+			// a moment on a loaded machine: poll again until it exits or
+			// ctx ends.
+			if ctx.Err() != nil {
+				return 0, errors.Join(ctx.Err(), err)
+			}
+			if time.Since(lastSaid) >= 10*time.Second {
+				progressf("run %d: %s: %v", b.result.run, manager.Name, err)
+				lastSaid = time.Now()
+			}
+			<-ticker.C
+			continue
 		}
 		reconciles := sample.SumBy("controller_runtime_reconcile_total", "controller")
 		if reconciles[hostController] >= float64(b.cfg.hosts) && reconciles[templateController] >= racks && idle(sample) {
