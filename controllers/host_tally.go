@@ -24,6 +24,7 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -248,10 +249,15 @@ func (h *hostTally) enqueue(ctx context.Context, changed []baremetal.TemplateKey
 		}
 		name := types.NamespacedName{Namespace: key.Namespace, Name: key.Ref.Name}
 		template := &preprovv1.Metal3PreprovisioningTemplate{}
-		if err := h.reader.Get(ctx, name, template); err != nil || ownership.PausedOrMoving(template) {
-			continue // a deleted template has no status; a paused one is left alone
+		if err := h.reader.Get(ctx, name, template); err != nil {
+			if !apierrors.IsNotFound(err) { // a deleted template has no status
+				ctrl.LoggerFrom(ctx).Error(err, "Reading a Metal3PreprovisioningTemplate whose hosts moved", "Metal3PreprovisioningTemplate", name)
+			}
+			continue
 		}
-		queue.Add(reconcile.Request{NamespacedName: name})
+		if !ownership.PausedOrMoving(template) { // a paused one is left alone
+			queue.Add(reconcile.Request{NamespacedName: name})
+		}
 	}
 }
 
