@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
-	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
@@ -32,34 +31,11 @@ import (
 // Standings tells where hosts stand from the API objects alone (the hosts,
 // the problem recorded on them, the templates that select them), never from
 // what this process remembers: a restarted or newly elected manager reports
-// every host at once. The template status and the hosts metric read it.
+// every host at once. The Tally behind the template status and the hosts
+// metric is fed from it.
 type Standings struct {
 	Reader    client.Reader
 	Templates *Templates
-}
-
-// OfTemplate returns, by host name, where the hosts stand that a template
-// selects or set up.
-func (s *Standings) OfTemplate(ctx context.Context, namespace string, template template.Template) (map[string]Outcome, error) {
-	hosts, err := s.hosts(ctx, client.InNamespace(namespace))
-	if err != nil {
-		return nil, err
-	}
-	templates, err := s.Templates.List(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	standings := map[string]Outcome{}
-	for i := range hosts.Items {
-		host := &hosts.Items[i]
-		if selects, _ := template.Selects(host.Labels); !selects && setUpFrom(host) != template.Ref {
-			continue
-		}
-		if standings[host.Name], err = s.standing(ctx, host, templates); err != nil {
-			return nil, err
-		}
-	}
-	return standings, nil
 }
 
 // OfHost returns where one host stands.
@@ -71,34 +47,25 @@ func (s *Standings) OfHost(ctx context.Context, host *bmov1alpha1.BareMetalHost)
 	return s.standing(ctx, host, templates)
 }
 
-// CountAll counts every host by phase and by whether its BMC driver boots
-// the deploy ramdisk over the network, and the hosts whose inspection stalls.
-func (s *Standings) CountAll(ctx context.Context) (map[metrics.HostGroup]int, error) {
-	hosts, err := s.hosts(ctx)
+// EachOfNamespace calls each with every host of a namespace and where it
+// stands.
+func (s *Standings) EachOfNamespace(ctx context.Context, namespace string, each func(*bmov1alpha1.BareMetalHost, Outcome)) error {
+	hosts, err := s.hosts(ctx, client.InNamespace(namespace))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	templatesOf := map[string][]template.Template{}
-	counts := map[metrics.HostGroup]int{}
+	templates, err := s.Templates.List(ctx, namespace)
+	if err != nil {
+		return err
+	}
 	for i := range hosts.Items {
-		host := &hosts.Items[i]
-		templates, listed := templatesOf[host.Namespace]
-		if !listed {
-			if templates, err = s.Templates.List(ctx, host.Namespace); err != nil {
-				return nil, err
-			}
-			templatesOf[host.Namespace] = templates
-		}
-		outcome, err := s.standing(ctx, host, templates)
+		outcome, err := s.standing(ctx, &hosts.Items[i], templates)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if outcome.Phase != PhaseIgnored {
-			counts[metrics.HostGroup{Phase: string(outcome.Phase), BootNeedsDHCP: outcome.BootNeedsDHCP != "",
-				InspectionStalled: outcome.InspectionStalled}]++
-		}
+		each(&hosts.Items[i], outcome)
 	}
-	return counts, nil
+	return nil
 }
 
 // hosts lists hosts without copying them: they are only read.

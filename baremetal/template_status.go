@@ -37,49 +37,6 @@ type HostCounts struct {
 	Unreachable int32
 }
 
-// CountHosts counts, from where the hosts stand, the hosts a template
-// selects (alone or with others) and those it set up but no longer selects.
-func CountHosts(ref template.Ref, outcomes map[string]Outcome) HostCounts {
-	var counts HostCounts
-	for _, outcome := range outcomes {
-		if outcome.Phase == PhaseConflict {
-			for _, conflict := range outcome.Conflicts {
-				if conflict == ref {
-					counts.Matched++
-					counts.Conflicting++
-				}
-			}
-			continue
-		}
-		if outcome.Template != ref {
-			continue
-		}
-		switch outcome.Phase {
-		case PhaseOrphaned:
-			counts.Orphaned++
-			continue
-		case PhaseReady:
-			counts.Ready++
-			if outcome.InspectionStalled {
-				counts.Stalled++
-			}
-		case PhaseDrifted:
-			// A drifted host has network data, only not the latest.
-			counts.Ready++
-			counts.Drifted++
-		case PhaseWaiting:
-			counts.Waiting++
-		case PhaseFailed:
-			counts.Failed++
-			if outcome.Reason == ReasonEndpointUnreachable {
-				counts.Unreachable++
-			}
-		}
-		counts.Matched++
-	}
-	return counts
-}
-
 // Problem says what makes a template itself unusable, if anything: what the
 // webhook refuses, a data template that cannot be used, network data no
 // host can render.

@@ -19,9 +19,7 @@ package controllers
 import (
 	"context"
 	"errors"
-	"maps"
 
-	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -31,7 +29,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,7 +47,8 @@ import (
 type TemplateStatusReconciler struct {
 	Client    client.Client
 	Templates *baremetal.Templates
-	Standings *baremetal.Standings
+	// Hosts counts each template's hosts, from the cached hosts.
+	Hosts *hostTally
 	// Recorder reports invalid templates.
 	Recorder events.EventRecorder
 }
@@ -72,12 +70,12 @@ func (r *TemplateStatusReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		reterr = errors.Join(reterr, client.IgnoreNotFound(patchErr))
 	}()
 
-	view := template.FromPreprovisioningTemplate(m3ppt)
-	standings, err := r.Standings.OfTemplate(ctx, m3ppt.Namespace, view)
-	if err != nil {
+	// A manager that has just started counts every host first.
+	if err = r.Hosts.waitForSync(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	counts := baremetal.CountHosts(view.Ref, standings)
+	view := template.FromPreprovisioningTemplate(m3ppt)
+	counts := r.Hosts.tally.OfTemplate(m3ppt.Namespace, view.Ref)
 	m3ppt.Status.ObservedGeneration = m3ppt.Generation
 	m3ppt.Status.MatchedHosts = ptr.To(counts.Matched)
 	m3ppt.Status.ReadyHosts = ptr.To(counts.Ready)
@@ -112,14 +110,14 @@ func (r *TemplateStatusReconciler) reportInvalid(template *preprovv1.Metal3Prepr
 }
 
 // SetupWithManager watches our templates, the data templates they name,
-// the hosts (whose labels and annotations say where they stand) and the other
-// templates of the namespace (which may start or stop selecting the same
-// hosts). Status updates of the templates are watched too: the status patch
-// is computed against the cached template, and when the cache was behind an
-// earlier write the patch leaves out a field that looked unchanged; the next
-// reconcile, on a fresh copy, puts it right, and otherwise writes nothing.
-// Every watch goes through the controller's queue, so a burst of host
-// changes never holds up the host controller.
+// the host tally (which adds a template when a host moves in or out of its
+// counts) and the other templates of the namespace (which may start or stop
+// selecting the same hosts). Status updates of the templates are watched
+// too: the status patch is computed against the cached template, and when
+// the cache was behind an earlier write the patch leaves out a field that
+// looked unchanged; the next reconcile, on a fresh copy, puts it right, and
+// otherwise writes nothing. Every watch goes through the controller's
+// queue, so a burst of host changes never holds up the host controller.
 func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	templateChanged := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	return ctrl.NewControllerManagedBy(mgr).
@@ -127,46 +125,12 @@ func (r *TemplateStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&preprovv1.Metal3PreprovisioningTemplate{}).
 		WithEventFilter(notPausedOrMoving).
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesNaming)).
-		Watches(&bmov1alpha1.BareMetalHost{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfHost),
-			builder.WithPredicates(notInInitialList, hostStandingChanged)).
+		WatchesRawSource(r.Hosts.templateStatusSource()).
 		Watches(&preprovv1.Metal3PreprovisioningTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfNamespace),
 			builder.WithPredicates(notInInitialList, templateChanged)).
 		Watches(&capm3.Metal3MachineTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templatesOfNamespace),
 			builder.WithPredicates(notInInitialList, templateChanged)).
 		Complete(r)
-}
-
-// hostStandingChanged passes the host updates that can change where a host
-// stands: its labels, annotations (our pause, the template it was set up
-// from, its problem) and its deletion.
-var hostStandingChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldHost, newHost := e.ObjectOld, e.ObjectNew
-		return !maps.Equal(oldHost.GetLabels(), newHost.GetLabels()) || !maps.Equal(oldHost.GetAnnotations(), newHost.GetAnnotations()) ||
-			!oldHost.GetDeletionTimestamp().Equal(newHost.GetDeletionTimestamp())
-	},
-}
-
-// templatesOfHost maps a host to the templates that select it or set it up.
-// On an update both the old and the new host are mapped, so a template that
-// stops selecting a host is recounted too.
-func (r *TemplateStatusReconciler) templatesOfHost(ctx context.Context, obj client.Object) []reconcile.Request {
-	templates, err := r.Templates.List(ctx, obj.GetNamespace())
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the templates of a BareMetalHost's namespace")
-		return nil
-	}
-	setUpFrom, _ := template.ParseRef(obj.GetAnnotations()[preprovv1.TemplateAnnotation])
-	var requests []reconcile.Request
-	for _, template := range templates {
-		if template.Ref.Kind != preprovv1.KindPreprovisioningTemplate {
-			continue
-		}
-		if selects, _ := template.Selects(obj.GetLabels()); selects || template.Ref == setUpFrom {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: template.Ref.Name}})
-		}
-	}
-	return requests
 }
 
 // templatesOfNamespace maps a template to every Metal3PreprovisioningTemplate

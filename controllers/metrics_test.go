@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
 	"github.com/capm3-preprov/capm3-preprov/test/framework/fixtures"
 )
@@ -53,6 +54,36 @@ func TestMetricsOnTheManagersRegistry(t *testing.T) {
 		assert.Positive(c, valueWithLabel(byName["capm3_preprov_hosts"], "phase", string(baremetal.PhaseFailed)))
 		assert.Positive(c, valueWithLabel(byName["capm3_preprov_host_failures_total"], "reason", baremetal.ReasonTemplateInvalid))
 	}, waitTimeout, pollInterval)
+}
+
+// A manager that has just started (a restart, a new leader) counts every
+// host at once in the hosts metric, from its cache's initial list: no host
+// is reconciled or changes after it starts.
+func TestHostsMetricCountsEveryHostOnAFreshManager(t *testing.T) {
+	ns := newNamespace(t)
+	create(t,
+		fixtures.DataTemplate(ns, "static", fixtures.StaticNetworkData()),
+		fixtures.MachineTemplate(ns, "workers", "static", workers),
+		fixtures.MachineTemplate(ns, "broken", "absent", map[string]string{"role": "broken"}),
+		fixtures.Host(ns, "node-0", "52:54:00:aa:bb:01", workers),
+		fixtures.Host(ns, "node-1", "52:54:00:aa:bb:02", workers),
+		fixtures.Host(ns, "node-2", "52:54:00:aa:bb:03", map[string]string{"role": "broken"}),
+	)
+	waitForNetworkData(t, ns, "node-0")
+	waitForNetworkData(t, ns, "node-1")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, baremetal.ReasonTemplateInvalid, getHost(c, ns, "node-2").Annotations[preprovv1.ProblemAnnotation])
+	}, waitTimeout, pollInterval)
+
+	fresh := startFreshHostTally(t, ns)
+	assert.Nil(t, (&hostTally{tally: fresh.tally, elected: make(chan struct{})}).CountHosts(), "a manager that does not lead reports nothing")
+	require.Eventually(t, fresh.synced, waitTimeout, pollInterval)
+
+	byPhase := map[string]int{}
+	for group, count := range fresh.CountHosts() {
+		byPhase[group.Phase] += count
+	}
+	assert.Equal(t, map[string]int{string(baremetal.PhaseReady): 2, string(baremetal.PhaseFailed): 1}, byPhase)
 }
 
 func valueWithLabel(family *dto.MetricFamily, name, value string) float64 {

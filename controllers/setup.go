@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/capm3-preprov/capm3-preprov/baremetal"
+	"github.com/capm3-preprov/capm3-preprov/internal/controlplane"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/metrics"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
@@ -58,17 +59,17 @@ type Options struct {
 // metric with the manager. The manager binary and the tests wire the
 // controllers the same way.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	standings, err := setupControllers(ctx, mgr, opts)
+	hosts, err := setupControllers(ctx, mgr, opts)
 	if err != nil {
 		return err
 	}
-	return metrics.Register(hostCounts{standings: standings, elected: mgr.Elected()})
+	return metrics.Register(hosts)
 }
 
-// setupControllers registers the field indexes and every controller, and
-// returns where hosts stand for the hosts metric; the metric is registered
-// once per process (tests run a second, sharded manager).
-func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*baremetal.Standings, error) {
+// setupControllers registers the field indexes, every controller and the
+// host tally, and returns the tally for the hosts metric; the metric is
+// registered once per process (tests run a second, sharded manager).
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*hostTally, error) {
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
@@ -105,19 +106,22 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*bar
 	})); err != nil {
 		return nil, err
 	}
-	standings := &baremetal.Standings{Reader: mgr.GetClient(), Templates: templates}
+	hosts := newHostTally(mgr.GetCache(), mgr.GetClient(), templates, controlplane.Served(mgr.GetRESTMapper()), mgr.Elected())
+	if err := mgr.Add(hosts); err != nil {
+		return nil, err
+	}
 	if err := (&BareMetalHostReconciler{
 		Client: mgr.GetClient(), Manager: hostManager, Sweeper: sweeper,
 	}).SetupWithManager(mgr, opts.Host); err != nil {
 		return nil, err
 	}
 	if err := (&TemplateStatusReconciler{
-		Client: mgr.GetClient(), Templates: templates, Standings: standings,
+		Client: mgr.GetClient(), Templates: templates, Hosts: hosts,
 		Recorder: mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	return standings, (&HandoffReconciler{
+	return hosts, (&HandoffReconciler{
 		Client:   mgr.GetClient(),
 		Handoff:  &ipam.Handoff{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
 		Recorder: mgr.GetEventRecorder(EventSource),
@@ -126,30 +130,3 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*bar
 
 // startupSweepBackoff retries the start-up sweep for about half an hour.
 var startupSweepBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: 5 * time.Minute}
-
-// hostCounts counts the hosts for the hosts metric, from the cache, while
-// this manager leads: the replicas that wait would report the same hosts
-// again.
-type hostCounts struct {
-	standings *baremetal.Standings
-	elected   <-chan struct{}
-}
-
-func (h hostCounts) CountHosts() map[metrics.HostGroup]int {
-	select {
-	case <-h.elected:
-	default:
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostCountTimeout)
-	defer cancel()
-	counts, err := h.standings.CountAll(ctx)
-	if err != nil {
-		ctrl.Log.WithName("metrics").Error(err, "Counting the hosts for the hosts metric")
-		return nil
-	}
-	return counts
-}
-
-// hostCountTimeout bounds a scrape's count of the hosts; it reads the cache.
-const hostCountTimeout = 10 * time.Second

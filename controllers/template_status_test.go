@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -36,7 +37,8 @@ import (
 
 // A manager that has just started (a restart, a new leader) knows nothing
 // of the hosts: its first reconcile of a template must write the right
-// status all the same, without any host being reconciled again.
+// status all the same, without any host being reconciled again or changing:
+// its host tally counts them from its cache's initial list.
 func TestTemplateStatusIsRightOnAFreshManagersFirstReconcile(t *testing.T) {
 	ns := newNamespace(t)
 	racked := map[string]string{"rack": "r1"}
@@ -87,10 +89,9 @@ func TestTemplateStatusIsRightOnAFreshManagersFirstReconcile(t *testing.T) {
 	}
 	require.NoError(t, k8sClient.Status().Patch(context.Background(), template, client.MergeFrom(original)))
 
-	templates := &baremetal.Templates{Reader: k8sClient}
 	fresh := &TemplateStatusReconciler{
-		Client: k8sClient, Templates: templates, Recorder: events.NewFakeRecorder(10),
-		Standings: &baremetal.Standings{Reader: k8sClient, Templates: templates},
+		Client: k8sClient, Templates: &baremetal.Templates{Reader: k8sClient}, Recorder: events.NewFakeRecorder(10),
+		Hosts: startFreshHostTally(t, ns),
 	}
 	_, err := fresh.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "rack-r1"}})
 	require.NoError(t, err)
@@ -104,4 +105,30 @@ func TestTemplateStatusIsRightOnAFreshManagersFirstReconcile(t *testing.T) {
 	ready := templateReady(t, getTemplate(t, ns, "rack-r1"))
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Equal(t, preprovv1.HostsConflictingReason, ready.Reason)
+}
+
+// startFreshHostTally starts what a manager that has just started has: a
+// cache of the namespace, empty until its initial lists, and a host tally
+// fed from it, as the manager wires them; it leads at once.
+func startFreshHostTally(t *testing.T, ns string) *hostTally {
+	t.Helper()
+	options := CacheOptions(ns, "")
+	options.Scheme = testEnv.Scheme
+	freshCache, err := cache.New(testEnv.Config, options)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cacheDone, tallyDone := make(chan error, 1), make(chan error, 1)
+	go func() { cacheDone <- freshCache.Start(ctx) }()
+	elected := make(chan struct{})
+	close(elected)
+	freshClient, err := client.New(testEnv.Config, client.Options{Scheme: testEnv.Scheme, Cache: &client.CacheOptions{Reader: freshCache}})
+	require.NoError(t, err)
+	hosts := newHostTally(freshCache, freshClient, &baremetal.Templates{Reader: freshClient}, false, elected)
+	go func() { tallyDone <- hosts.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-tallyDone)
+		assert.NoError(t, <-cacheDone)
+	})
+	return hosts
 }

@@ -65,13 +65,15 @@ type HostGroup struct {
 }
 
 // HostCounter reports how many hosts are in each group; nothing when it
-// has nothing to report (a manager that does not lead).
+// has nothing to report (a manager that does not lead, or has not counted
+// every host yet).
 type HostCounter interface {
 	CountHosts() map[HostGroup]int
 }
 
-// hostsCollector reads the counts at scrape time, from the API objects, so
-// the gauges never drift from what the cluster says.
+// hostsCollector reads, at scrape time, the counts a HostCounter keeps from
+// the API objects, so the gauges never drift from what the cluster says;
+// a scrape costs the same at any fleet size.
 type hostsCollector struct {
 	hosts HostCounter
 }

@@ -58,7 +58,8 @@ type catchUp struct {
 	calls map[apiCall]int
 	// reconciles are its host reconciles when it caught up.
 	reconciles float64
-	peakRSS    float64
+	// memory is read cfg.steady after it caught up.
+	memory managerMemory
 }
 
 // restartPhase lets a manager set up the fleet, then measures a fresh
@@ -76,7 +77,7 @@ func (b *bench) restartPhase(ctx context.Context) (err error) {
 
 	progressf("run %d: restart: a fresh manager on the set-up fleet", b.result.run)
 	start := time.Now()
-	fresh, err := b.startManager("manager-restarted")
+	fresh, err := b.startSampledManager(ctx, "manager-restarted")
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (b *bench) restartPhase(ctx context.Context) (err error) {
 
 	progressf("run %d: leader change: two managers, the leader killed", b.result.run)
 	start = time.Now()
-	leader, err := b.startManager("manager-leader", b.leaderElection()...)
+	leader, err := b.startSampledManager(ctx, "manager-leader", b.leaderElection()...)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (b *bench) restartPhase(ctx context.Context) (err error) {
 	if _, err = b.waitForCatchUp(ctx, leader, start); err != nil {
 		return fmt.Errorf("the first leader: %w", err)
 	}
-	standby, err := b.startManager("manager-standby", b.leaderElection()...)
+	standby, err := b.startSampledManager(ctx, "manager-standby", b.leaderElection()...)
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (b *bench) restartPhase(ctx context.Context) (err error) {
 // status says so, and stops it once it is quiet.
 func (b *bench) setUpFleet(ctx context.Context, registered registeredFleet) (err error) {
 	progressf("run %d: a manager sets up the fleet", b.result.run)
-	manager, err := b.startManager("manager-setup")
+	manager, err := b.startSampledManager(ctx, "manager-setup")
 	if err != nil {
 		return err
 	}
@@ -133,6 +134,9 @@ func (b *bench) setUpFleet(ctx context.Context, registered registeredFleet) (err
 	if _, err = b.waitForQuiet(ctx, manager); err != nil {
 		return err
 	}
+	if err = b.recordManager(ctx, manager); err != nil {
+		return err
+	}
 	return manager.Stop()
 }
 
@@ -145,8 +149,18 @@ func (b *bench) startManager(name string, extraArgs ...string) (*managerProcess,
 	return startManager(name, b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits, b.cfg.env, extraArgs...)
 }
 
+// startSampledManager starts a manager and samples its memory each second
+// until ctx ends.
+func (b *bench) startSampledManager(ctx context.Context, name string, extraArgs ...string) (*managerProcess, error) {
+	manager, err := b.startManager(name, extraArgs...)
+	if err == nil {
+		go manager.sampleRuntime(ctx, time.Second)
+	}
+	return manager, err
+}
+
 // measureCatchUp waits until the manager has caught up, counts its requests
-// from start until cfg.steady later, and reads its peak RSS.
+// from start until cfg.steady later, and reads its memory.
 func (b *bench) measureCatchUp(ctx context.Context, manager *managerProcess, start time.Time) (catchUp, error) {
 	reconciles, err := b.waitForCatchUp(ctx, manager, start)
 	if err != nil {
@@ -158,7 +172,7 @@ func (b *bench) measureCatchUp(ctx context.Context, manager *managerProcess, sta
 	if err = sleepUntil(ctx, caughtUp.Add(b.cfg.steady)); err != nil {
 		return catchUp{}, err
 	}
-	peakRSS, _, err := manager.memory()
+	memory, _, err := b.readManager(ctx, manager)
 	if err != nil {
 		return catchUp{}, err
 	}
@@ -170,7 +184,7 @@ func (b *bench) measureCatchUp(ctx context.Context, manager *managerProcess, sta
 		duration:   caughtUp.Sub(start),
 		calls:      auditWindow{user: managerUser, from: start, to: caughtUp.Add(b.cfg.steady)}.count(events),
 		reconciles: reconciles,
-		peakRSS:    peakRSS,
+		memory:     memory,
 	}, nil
 }
 
@@ -188,7 +202,18 @@ func (b *bench) waitForCatchUp(ctx context.Context, manager *managerProcess, sta
 		}
 		sample, err := manager.Metrics(ctx)
 		if err != nil {
-			return 0, errors.Join(ctx.Err(), err)
+			// The manager is ready before its metrics endpoint listens, by
+			// a moment on a loaded machine: poll again until it exits or
+			// ctx ends.
+			if ctx.Err() != nil {
+				return 0, errors.Join(ctx.Err(), err)
+			}
+			if time.Since(lastSaid) >= 10*time.Second {
+				progressf("run %d: %s: %v", b.result.run, manager.Name, err)
+				lastSaid = time.Now()
+			}
+			<-ticker.C
+			continue
 		}
 		reconciles := sample.SumBy("controller_runtime_reconcile_total", "controller")
 		if reconciles[hostController] >= float64(b.cfg.hosts) && reconciles[templateController] >= racks && idle(sample) {

@@ -82,6 +82,10 @@ func (r report) restartSummary() section {
 			"waits for the Lease to expire first.")
 	row := r.summaryRows(&s)
 	row("set-up by the first manager, from the hosts' creation (s)", "%.1f", func(run runResult) float64 { return seconds(run.restart.setup) })
+	row("set-up: peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakRSS / mib })
+	row("set-up: peak anonymous RSS, sampled each second (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakAnonRSS / mib })
+	row("set-up: peak heap in use (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapInuse / mib })
+	row("set-up: heap in use at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endHeapInuse / mib })
 	for _, c := range []struct {
 		name  string
 		catch func(runResult) catchUp
@@ -98,7 +102,10 @@ func (r report) restartSummary() section {
 		row(c.name+": status writes", "%.0f", func(run runResult) float64 { return float64(statusWrites(c.catch(run).calls)) })
 		row(c.name+": Lease writes", "%.0f", func(run runResult) float64 { return float64(leaseWrites(c.catch(run).calls)) })
 		row(c.name+": event writes", "%.0f", func(run runResult) float64 { return float64(eventWrites(c.catch(run).calls)) })
-		row(c.name+": peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return c.catch(run).peakRSS / mib })
+		row(c.name+": peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return c.catch(run).memory.peakRSS / mib })
+		row(c.name+": peak anonymous RSS, sampled each second (MiB)", "%.0f",
+			func(run runResult) float64 { return c.catch(run).memory.peakAnonRSS / mib })
+		row(c.name+": peak heap in use (MiB)", "%.0f", func(run runResult) float64 { return c.catch(run).memory.peakHeapInuse / mib })
 	}
 	return s
 }
