@@ -18,14 +18,26 @@ package agent
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 )
+
+// hardwareManager is an agent hardware manager (hardwaremanager/veth_nics.py
+// with its entry point) that counts the host's veth NIC as a NIC: the agent
+// lists only interfaces with a /sys/class/net/<nic>/device link, which a
+// veth lacks, and Ironic refuses an inventory without interfaces. It is
+// written into the agent's work folder and found through PYTHONPATH, so
+// the root stays as Debian installed it.
+//
+//go:embed hardwaremanager
+var hardwareManager embed.FS
 
 // Agent is ironic-python-agent from the root, running in a host's network
 // namespace as the host's ramdisk would after its network came up.
@@ -55,6 +67,9 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 	if err := os.WriteFile(cmdline, []byte(KernelCommandLine(kernelParams)+"\n"), 0o644); err != nil {
 		return nil, err
 	}
+	if err := os.CopyFS(work, hardwareManager); err != nil {
+		return nil, fmt.Errorf("installing the agent's hardware manager: %w", err)
+	}
 	a := &Agent{LogPath: filepath.Join(work, "ironic-python-agent.log")}
 	log, err := os.Create(a.LogPath)
 	if err != nil {
@@ -63,7 +78,9 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 	defer func() { _ = log.Close() }() // an os.File buffers nothing
 	where := Chroot{Work: work, Cmdline: cmdline, NetNS: namespace}
 	// It runs until Stop: ctx bounds only the start.
-	if a.process, err = start(root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent"), log); err != nil {
+	command := root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent")
+	command.Env = append(os.Environ(), "PYTHONPATH="+path.Join(WorkMount, "hardwaremanager"))
+	if a.process, err = start(command, log); err != nil {
 		return nil, err
 	}
 	return a, nil
