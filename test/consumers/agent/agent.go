@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // hardwareManager is an agent hardware manager (hardwaremanager/veth_nics.py
@@ -103,6 +104,32 @@ func KernelCommandLine(params map[string]string) string {
 // Running says whether the agent is still there.
 func (a *Agent) Running() bool {
 	return a.process.running()
+}
+
+// WaitForLog waits until the agent's log holds text count times, for at
+// most timeout, and fails at once when the agent exits.
+func (a *Agent) WaitForLog(ctx context.Context, text string, count int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		log, err := os.ReadFile(a.LogPath)
+		if err != nil {
+			return err
+		}
+		seen := strings.Count(string(log), text)
+		if seen >= count {
+			return nil
+		}
+		select {
+		case <-a.process.exited:
+			return fmt.Errorf("the agent exited (%s) after logging %q %d times, not %d", a.process.cmd.ProcessState, text, seen, count)
+		case <-ctx.Done():
+			return fmt.Errorf("the agent logged %q %d times, not %d, within %s", text, seen, count, timeout)
+		case <-ticker.C:
+		}
+	}
 }
 
 // Stop ends the agent.

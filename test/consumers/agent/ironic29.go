@@ -66,8 +66,10 @@ type Ironic struct {
 
 // StartIronic writes Ironic's configuration into work, creates its schema
 // (ironic-dbsync), starts `ironic` in the root and waits until GET /v1
-// answers.
-func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err error) {
+// answers. address is Ironic's address on the provisioning network, the
+// one the ramdisk is given (ipa-api-url): IPv4 or IPv6, one per Ironic as
+// in Metal3.
+func StartIronic(ctx context.Context, root *Root, work, address string) (_ *Ironic, err error) {
 	if err = requireRoot(); err != nil {
 		return nil, err
 	}
@@ -105,7 +107,7 @@ func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err e
 	}
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 	config := filepath.Join(work, "ironic.conf")
-	if err = os.WriteFile(config, []byte(ironicConfig(port, s.httpURL)), 0o600); err != nil {
+	if err = os.WriteFile(config, []byte(ironicConfig(port, s.httpURL, address)), 0o600); err != nil {
 		return nil, err
 	}
 	log, err := os.Create(s.LogPath)
@@ -172,9 +174,9 @@ func (s *Ironic) Running() bool {
 // its defaults: fast track, agent inspection, noop network, no DHCP) for
 // one process with the API and the conductor on loopback, sqlite and no
 // message bus, the redfish hardware type only, and the paths of the root.
-// The URLs the ramdisk is given are on the provisioning network
-// (ironic.ProvisioningAddress), which a relay forwards to loopback.
-func ironicConfig(port int, httpURL string) string {
+// The URLs the ramdisk is given are on the provisioning network (address),
+// which a relay forwards to loopback.
+func ironicConfig(port int, httpURL, address string) string {
 	return fmt.Sprintf(`[DEFAULT]
 auth_strategy = noauth
 debug = true
@@ -241,6 +243,6 @@ kernel_append_params = nofb nomodeset vga=normal ipa-insecure=1 systemd.journald
 
 [service_catalog]
 auth_type = none
-endpoint_override = http://%[3]s:%[4]d
-`, port, httpURL, ironic.ProvisioningAddress, ironic.RamdiskAPIPort, WorkMount)
+endpoint_override = http://%[4]s
+`, port, httpURL, address, net.JoinHostPort(address, strconv.Itoa(ironic.RamdiskAPIPort)), WorkMount)
 }

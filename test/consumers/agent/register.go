@@ -111,13 +111,13 @@ func (s *Ironic) provision(ctx context.Context, node *nodes.Node, target nodes.T
 	if err := nodes.ChangeProvisionState(ctx, s.client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
 		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, ironic.AsRefusal(err), s.LogPath)
 	}
-	return s.WaitForProvisionState(ctx, node.UUID, want)
+	return s.WaitForProvisionState(ctx, node.UUID, want, StateTimeout)
 }
 
-// WaitForProvisionState polls the node until it is in want, and fails at
-// once when Ironic records an error on it.
-func (s *Ironic) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState) (*nodes.Node, error) {
-	ctx, cancel := context.WithTimeout(ctx, StateTimeout)
+// WaitForProvisionState polls the node until it is in want, for at most
+// timeout, and fails at once when Ironic records an error on it.
+func (s *Ironic) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState, timeout time.Duration) (*nodes.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
@@ -134,7 +134,7 @@ func (s *Ironic) WaitForProvisionState(ctx context.Context, uuid string, want no
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("node %s stayed %q (target %q), not %q within %s (ironic log: %s)",
-				node.Name, node.ProvisionState, node.TargetProvisionState, want, StateTimeout, s.LogPath)
+				node.Name, node.ProvisionState, node.TargetProvisionState, want, timeout, s.LogPath)
 		case <-ticker.C:
 		}
 	}
