@@ -28,6 +28,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
 // hardwareManager is an agent hardware manager (hardwaremanager/veth_nics.py
@@ -45,7 +47,7 @@ var hardwareManager embed.FS
 type Agent struct {
 	// LogPath is the agent's log (its stderr).
 	LogPath string
-	process *process
+	process *framework.ProcessGroup
 }
 
 // StartAgent runs `ironic-python-agent` in the root, in the host's network
@@ -81,7 +83,7 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 	// It runs until Stop: ctx bounds only the start.
 	command := root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent")
 	command.Env = append(os.Environ(), "PYTHONPATH="+path.Join(WorkMount, "hardwaremanager"))
-	if a.process, err = start(command, log); err != nil {
+	if a.process, err = framework.StartProcessGroup(command, log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -103,7 +105,7 @@ func KernelCommandLine(params map[string]string) string {
 
 // Running says whether the agent is still there.
 func (a *Agent) Running() bool {
-	return a.process.running()
+	return a.process.Running()
 }
 
 // WaitForLog waits until the agent's log holds text count times, for at
@@ -123,8 +125,8 @@ func (a *Agent) WaitForLog(ctx context.Context, text string, count int, timeout 
 			return nil
 		}
 		select {
-		case <-a.process.exited:
-			return fmt.Errorf("the agent exited (%s) after logging %q %d times, not %d", a.process.cmd.ProcessState, text, seen, count)
+		case <-a.process.Exited():
+			return fmt.Errorf("the agent exited (%s) after logging %q %d times, not %d", a.process.State(), text, seen, count)
 		case <-ctx.Done():
 			return fmt.Errorf("the agent logged %q %d times, not %d, within %s", text, seen, count, timeout)
 		case <-ticker.C:
@@ -134,7 +136,7 @@ func (a *Agent) WaitForLog(ctx context.Context, text string, count int, timeout 
 
 // Stop ends the agent.
 func (a *Agent) Stop() {
-	a.process.stop()
+	a.process.Stop()
 }
 
 // String is the end of the agent's log, for a failed test.

@@ -56,8 +56,9 @@ const (
 	// for a host without one), LLDP (30 s), the inventory, the post.
 	InspectionTimeout = 8 * time.Minute
 	// HeartbeatTimeout bounds the wait for the agent's first heartbeat
-	// after inspection (its lookup, then a heartbeat at once).
-	HeartbeatTimeout = 2 * time.Minute
+	// after inspection (its lookup, retried, then a heartbeat at once):
+	// minutes on a machine loaded by eight agents and two Ironics.
+	HeartbeatTimeout = 5 * time.Minute
 	// postAttempt is what the agent logs each time it posts its inventory;
 	// it posts again only after a connection error or a 5xx or 409.
 	postAttempt = "Posting collected data to"
@@ -146,12 +147,17 @@ func render(t *testing.T, example *ExampleHost, host networkdata.Host, addresses
 // Redfish stand-in, and the provisioning network: a relay at that address
 // and the hosts' routers.
 type site struct {
-	name    string
-	root    *Root
-	work    string
-	ironic  *Ironic
-	bmc     *redfishbmc.BMC
-	network *ramdiskhost.Network
+	// registering lets one host at a time register and start its
+	// inspection: Ironic is one process, and building several ISOs at once
+	// on a loaded machine slows its API past the tests' bounds. The agents
+	// run side by side.
+	registering sync.Mutex
+	name        string
+	root        *Root
+	work        string
+	ironic      *Ironic
+	bmc         *redfishbmc.BMC
+	network     *ramdiskhost.Network
 }
 
 // startSites starts the IPv4 and the IPv6 site side by side (each Ironic
@@ -202,11 +208,13 @@ func (s *site) start(t *testing.T, address string) error {
 // returns the node in "inspect wait" with the ISO Ironic inserted.
 func (s *site) inspect(t *testing.T, name, mac string, document []byte) (*nodes.Node, *redfishbmc.Media) {
 	t.Helper()
+	s.registering.Lock()
 	begin := time.Now()
 	node, err := s.ironic.RegisterAndInspect(context.Background(), ironic.VirtualMediaHost{
 		Namespace: "metal3", Name: name, BMCAddress: s.bmc.AddHost(name),
 		Username: "admin", Password: "password", BootMACAddress: mac, NetworkData: document,
 	})
+	s.registering.Unlock()
 	require.NoError(t, err)
 	t.Logf("%s registered, managed and in %q after %s", name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
 	bmcHost, ok := s.bmc.Host(name)

@@ -38,7 +38,7 @@ import (
 
 // StartTimeout bounds the wait for Ironic's API to answer (Python imports
 // on 2 busy cores, and the schema created first).
-const StartTimeout = 3 * time.Minute
+const StartTimeout = 5 * time.Minute
 
 // The deploy kernel and ramdisk: Ironic copies them into the ISO it builds;
 // the agent runs from the root instead, so small files stand for them.
@@ -60,7 +60,7 @@ type Ironic struct {
 
 	httpURL string
 	http    *http.Server
-	process *process
+	process *framework.ProcessGroup
 	client  *gophercloud.ServiceClient
 }
 
@@ -99,6 +99,10 @@ func StartIronic(ctx context.Context, root *Root, work, address string) (_ *Iron
 	}
 	s.httpURL = "http://" + listener.Addr().String()
 	s.http = &http.Server{Handler: http.FileServer(http.Dir(httpRoot)), ReadHeaderTimeout: 10 * time.Second}
+	// One connection per download: an idle connection the server closes
+	// (after ReadHeaderTimeout) while Ironic reuses it fails the download
+	// ("Remote end closed connection without response").
+	s.http.SetKeepAlivesEnabled(false)
 	go func() { _ = s.http.Serve(listener) }()
 
 	port, err := framework.FreePort()
@@ -121,12 +125,12 @@ func StartIronic(ctx context.Context, root *Root, work, address string) (_ *Iron
 		return nil, err
 	}
 	// It runs until Stop: ctx bounds only the start.
-	if s.process, err = start(root.Command(context.WithoutCancel(ctx), where, "ironic", "--config-file", inRoot), log); err != nil {
+	if s.process, err = framework.StartProcessGroup(root.Command(context.WithoutCancel(ctx), where, "ironic", "--config-file", inRoot), log); err != nil {
 		return nil, err
 	}
-	err = framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.process.exited)
+	err = framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.process.Exited())
 	if errors.Is(err, framework.ErrProcessExited) {
-		return nil, fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.process.cmd.ProcessState, fileTail(s.LogPath, 20))
+		return nil, fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.process.State(), fileTail(s.LogPath, 20))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ironic's API: %w (log: %s)", err, s.LogPath)
@@ -155,7 +159,7 @@ func newClient(ctx context.Context, url string) (*gophercloud.ServiceClient, err
 // Stop ends Ironic and the HTTP server. The work folder stays.
 func (s *Ironic) Stop() error {
 	if s.process != nil {
-		s.process.stop()
+		s.process.Stop()
 	}
 	if s.http == nil {
 		return nil
@@ -167,7 +171,7 @@ func (s *Ironic) Stop() error {
 
 // Running says whether Ironic is still there.
 func (s *Ironic) Running() bool {
-	return s.process != nil && s.process.running()
+	return s.process != nil && s.process.Running()
 }
 
 // ironicConfig is Metal3's ironic-image configuration (ironic.conf.j2 with
