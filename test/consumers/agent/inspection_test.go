@@ -65,6 +65,7 @@ const (
 )
 
 func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
+	t.Parallel()
 	root, err := FindRoot(context.Background())
 	require.NoError(t, err)
 	ipv4, ipv6 := startSites(t, root)
@@ -179,6 +180,7 @@ func startSites(t *testing.T, root *Root) (ipv4, ipv6 *site) {
 }
 
 func (s *site) start(t *testing.T, address string) error {
+	t.Helper()
 	ctx := context.Background()
 	begin := time.Now()
 	var err error
@@ -258,6 +260,7 @@ func (s *site) startAgent(t *testing.T, host *ramdiskhost.Host, media *redfishbm
 // the host's static addresses on the NIC with the boot MAC, and it
 // heartbeats.
 func (s *site) expectInspected(t *testing.T, name, mac string, document []byte, example *ExampleHost) {
+	t.Helper()
 	ctx := context.Background()
 	node, media := s.inspect(t, name, mac, document)
 	assert.Equal(t, "config-2", media.VolumeID, "the ISO is a config drive")
@@ -302,6 +305,7 @@ func notStatic(address string) bool {
 // second time), the node stays in "inspect wait", and a connection from
 // the host to the ISO's ipa-api-url fails with unreachable.
 func (s *site) expectNeverReached(t *testing.T, name, mac string, document []byte, routers []string, bootError, unreachable string) {
+	t.Helper()
 	ctx := context.Background()
 	node, media := s.inspect(t, name, mac, document)
 	if document == nil {
