@@ -108,11 +108,11 @@ packages: ## Install the Debian packages the tests run (Ironic's API, cloud-init
 test-e2e: kube-binaries build $(KUSTOMIZE) packages ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m -args -e2e.manager=$(BIN)/manager -e2e.artifacts-folder=$(ROOT)/out/e2e
 
-# Not in make test or .ci/run yet: the root takes 10-50 minutes to build once per machine.
+# Not in make test: the root takes 10-50 minutes to build once per machine; .ci/run runs it.
 .PHONY: test-inspection
-test-inspection: packages ## Build the Debian 13 root into bin/ (once), then inspect a host with Ironic 29 and the real ironic-python-agent (root).
+test-inspection: packages ## Build the Debian 13 root into bin/ (once), then inspect the example hosts with Ironic 29 and the real ironic-python-agent (root).
 	hack/debian13-root.sh
-	go test -tags inspection ./test/consumers/agent/ -count=1 -v -timeout 20m
+	go test -tags inspection ./test/consumers/agent/ -count=1 -v -parallel 8 -timeout 30m
 
 BENCH_HOSTS ?= 1000
 BENCH_RUNS ?= 3

@@ -18,21 +18,36 @@ package agent
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
+
+// hardwareManager is an agent hardware manager (hardwaremanager/veth_nics.py
+// with its entry point) that counts the host's veth NIC as a NIC: the agent
+// lists only interfaces with a /sys/class/net/<nic>/device link, which a
+// veth lacks, and Ironic refuses an inventory without interfaces. It is
+// written into the agent's work folder and found through PYTHONPATH, so
+// the root stays as Debian installed it.
+//
+//go:embed hardwaremanager
+var hardwareManager embed.FS
 
 // Agent is ironic-python-agent from the root, running in a host's network
 // namespace as the host's ramdisk would after its network came up.
 type Agent struct {
 	// LogPath is the agent's log (its stderr).
 	LogPath string
-	process *process
+	process *framework.ProcessGroup
 }
 
 // StartAgent runs `ironic-python-agent` in the root, in the host's network
@@ -55,6 +70,9 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 	if err := os.WriteFile(cmdline, []byte(KernelCommandLine(kernelParams)+"\n"), 0o644); err != nil {
 		return nil, err
 	}
+	if err := os.CopyFS(work, hardwareManager); err != nil {
+		return nil, fmt.Errorf("installing the agent's hardware manager: %w", err)
+	}
 	a := &Agent{LogPath: filepath.Join(work, "ironic-python-agent.log")}
 	log, err := os.Create(a.LogPath)
 	if err != nil {
@@ -63,7 +81,9 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 	defer func() { _ = log.Close() }() // an os.File buffers nothing
 	where := Chroot{Work: work, Cmdline: cmdline, NetNS: namespace}
 	// It runs until Stop: ctx bounds only the start.
-	if a.process, err = start(root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent"), log); err != nil {
+	command := root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent")
+	command.Env = append(os.Environ(), "PYTHONPATH="+path.Join(WorkMount, "hardwaremanager"))
+	if a.process, err = framework.StartProcessGroup(command, log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -85,12 +105,38 @@ func KernelCommandLine(params map[string]string) string {
 
 // Running says whether the agent is still there.
 func (a *Agent) Running() bool {
-	return a.process.running()
+	return a.process.Running()
+}
+
+// WaitForLog waits until the agent's log holds text count times, for at
+// most timeout, and fails at once when the agent exits.
+func (a *Agent) WaitForLog(ctx context.Context, text string, count int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		log, err := os.ReadFile(a.LogPath)
+		if err != nil {
+			return err
+		}
+		seen := strings.Count(string(log), text)
+		if seen >= count {
+			return nil
+		}
+		select {
+		case <-a.process.Exited():
+			return fmt.Errorf("the agent exited (%s) after logging %q %d times, not %d", a.process.State(), text, seen, count)
+		case <-ctx.Done():
+			return fmt.Errorf("the agent logged %q %d times, not %d, within %s", text, seen, count, timeout)
+		case <-ticker.C:
+		}
+	}
 }
 
 // Stop ends the agent.
 func (a *Agent) Stop() {
-	a.process.stop()
+	a.process.Stop()
 }
 
 // String is the end of the agent's log, for a failed test.

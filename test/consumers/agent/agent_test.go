@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestKernelCommandLine(t *testing.T) {
@@ -45,4 +46,19 @@ func TestKernelCommandLine(t *testing.T) {
 			assert.Equal(t, tt.want, KernelCommandLine(tt.params))
 		})
 	}
+}
+
+func TestAnExampleHostIsRenderedWithItsPoolsFirstAddresses(t *testing.T) {
+	host, err := LoadExampleHost("ipv6", "dual-stack-0", "dual-stack", 2)
+	require.NoError(t, err)
+	assert.Equal(t, "00:5c:52:31:3d:11", host.BootMACAddress)
+	assert.Equal(t, []string{"192.168.115.1/24", "2001:db8::1/64"}, host.Routers, "the routers come from the pools")
+	document, err := host.Render(host.RendererHost(), host.Addresses)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.168.115.102", "2001:db8::102"}, host.IPs(), "the third host of each pool")
+	assert.Contains(t, string(document), `"ip_address":"192.168.115.102"`)
+	assert.Contains(t, string(document), `"ip_address":"2001:db8::102"`)
+
+	_, err = LoadExampleHost("ipv6", "dual-stack-0", "no-such-template", 0)
+	assert.ErrorContains(t, err, "no Metal3PreprovisioningTemplate no-such-template")
 }

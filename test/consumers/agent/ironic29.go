@@ -38,7 +38,7 @@ import (
 
 // StartTimeout bounds the wait for Ironic's API to answer (Python imports
 // on 2 busy cores, and the schema created first).
-const StartTimeout = 3 * time.Minute
+const StartTimeout = 5 * time.Minute
 
 // The deploy kernel and ramdisk: Ironic copies them into the ISO it builds;
 // the agent runs from the root instead, so small files stand for them.
@@ -60,14 +60,16 @@ type Ironic struct {
 
 	httpURL string
 	http    *http.Server
-	process *process
+	process *framework.ProcessGroup
 	client  *gophercloud.ServiceClient
 }
 
 // StartIronic writes Ironic's configuration into work, creates its schema
 // (ironic-dbsync), starts `ironic` in the root and waits until GET /v1
-// answers.
-func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err error) {
+// answers. address is Ironic's address on the provisioning network, the
+// one the ramdisk is given (ipa-api-url): IPv4 or IPv6, one per Ironic as
+// in Metal3.
+func StartIronic(ctx context.Context, root *Root, work, address string) (_ *Ironic, err error) {
 	if err = requireRoot(); err != nil {
 		return nil, err
 	}
@@ -97,6 +99,10 @@ func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err e
 	}
 	s.httpURL = "http://" + listener.Addr().String()
 	s.http = &http.Server{Handler: http.FileServer(http.Dir(httpRoot)), ReadHeaderTimeout: 10 * time.Second}
+	// One connection per download: an idle connection the server closes
+	// (after ReadHeaderTimeout) while Ironic reuses it fails the download
+	// ("Remote end closed connection without response").
+	s.http.SetKeepAlivesEnabled(false)
 	go func() { _ = s.http.Serve(listener) }()
 
 	port, err := framework.FreePort()
@@ -105,7 +111,7 @@ func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err e
 	}
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 	config := filepath.Join(work, "ironic.conf")
-	if err = os.WriteFile(config, []byte(ironicConfig(port, s.httpURL)), 0o600); err != nil {
+	if err = os.WriteFile(config, []byte(ironicConfig(port, s.httpURL, address)), 0o600); err != nil {
 		return nil, err
 	}
 	log, err := os.Create(s.LogPath)
@@ -119,12 +125,12 @@ func StartIronic(ctx context.Context, root *Root, work string) (_ *Ironic, err e
 		return nil, err
 	}
 	// It runs until Stop: ctx bounds only the start.
-	if s.process, err = start(root.Command(context.WithoutCancel(ctx), where, "ironic", "--config-file", inRoot), log); err != nil {
+	if s.process, err = framework.StartProcessGroup(root.Command(context.WithoutCancel(ctx), where, "ironic", "--config-file", inRoot), log); err != nil {
 		return nil, err
 	}
-	err = framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.process.exited)
+	err = framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.process.Exited())
 	if errors.Is(err, framework.ErrProcessExited) {
-		return nil, fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.process.cmd.ProcessState, fileTail(s.LogPath, 20))
+		return nil, fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.process.State(), fileTail(s.LogPath, 20))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ironic's API: %w (log: %s)", err, s.LogPath)
@@ -153,7 +159,7 @@ func newClient(ctx context.Context, url string) (*gophercloud.ServiceClient, err
 // Stop ends Ironic and the HTTP server. The work folder stays.
 func (s *Ironic) Stop() error {
 	if s.process != nil {
-		s.process.stop()
+		s.process.Stop()
 	}
 	if s.http == nil {
 		return nil
@@ -165,16 +171,16 @@ func (s *Ironic) Stop() error {
 
 // Running says whether Ironic is still there.
 func (s *Ironic) Running() bool {
-	return s.process != nil && s.process.running()
+	return s.process != nil && s.process.Running()
 }
 
 // ironicConfig is Metal3's ironic-image configuration (ironic.conf.j2 with
 // its defaults: fast track, agent inspection, noop network, no DHCP) for
 // one process with the API and the conductor on loopback, sqlite and no
 // message bus, the redfish hardware type only, and the paths of the root.
-// The URLs the ramdisk is given are on the provisioning network
-// (ironic.ProvisioningAddress), which a relay forwards to loopback.
-func ironicConfig(port int, httpURL string) string {
+// The URLs the ramdisk is given are on the provisioning network (address),
+// which a relay forwards to loopback.
+func ironicConfig(port int, httpURL, address string) string {
 	return fmt.Sprintf(`[DEFAULT]
 auth_strategy = noauth
 debug = true
@@ -241,6 +247,6 @@ kernel_append_params = nofb nomodeset vga=normal ipa-insecure=1 systemd.journald
 
 [service_catalog]
 auth_type = none
-endpoint_override = http://%[3]s:%[4]d
-`, port, httpURL, ironic.ProvisioningAddress, ironic.RamdiskAPIPort, WorkMount)
+endpoint_override = http://%[4]s
+`, port, httpURL, address, net.JoinHostPort(address, strconv.Itoa(ironic.RamdiskAPIPort)), WorkMount)
 }

@@ -22,52 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
-	"time"
 )
-
-// process is one long-running command in the root, in a process group of
-// its own, so stop reaches what it forks, and killed if the test dies.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-// start runs the command, writing its output to log.
-func start(cmd *exec.Cmd, log *os.File) (*process, error) {
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", strings.Join(cmd.Args, " "), err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait() // how it ended is in cmd.ProcessState
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// running says whether the process is still there.
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop ends the process group: SIGTERM, then SIGKILL after 10 s.
-func (p *process) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM) // the negative pid is the group
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-}
 
 // run runs a command in the root to its end; the error holds its output.
 func run(cmd *exec.Cmd) error {

@@ -30,7 +30,7 @@ import (
 )
 
 // StateTimeout bounds the wait for a node to reach a provision state.
-const StateTimeout = 3 * time.Minute
+const StateTimeout = 5 * time.Minute
 
 // RegisterAndInspect does what BMO HEAD's Ironic provisioner does for a new
 // host with pre-provisioning network data, no PreprovisioningImage builder
@@ -108,36 +108,13 @@ func (s *Ironic) update(ctx context.Context, node *nodes.Node, operations ...nod
 // provision asks for a provision state change, as BMO's
 // changeNodeProvisionState does, and waits until the node is in want.
 func (s *Ironic) provision(ctx context.Context, node *nodes.Node, target nodes.TargetProvisionState, want nodes.ProvisionState) (*nodes.Node, error) {
-	if err := nodes.ChangeProvisionState(ctx, s.client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
-		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, ironic.AsRefusal(err), s.LogPath)
-	}
-	return s.WaitForProvisionState(ctx, node.UUID, want)
+	return ironic.ChangeProvisionState(ctx, s.client, node, target, want, StateTimeout, s.LogPath)
 }
 
-// WaitForProvisionState polls the node until it is in want, and fails at
-// once when Ironic records an error on it.
-func (s *Ironic) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState) (*nodes.Node, error) {
-	ctx, cancel := context.WithTimeout(ctx, StateTimeout)
-	defer cancel()
-	ticker := time.NewTicker(200 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		node, err := nodes.Get(ctx, s.client, uuid).Extract()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("reading node %s: %w", uuid, ironic.AsRefusal(err))
-		case node.ProvisionState == string(want):
-			return node, nil
-		case node.LastError != "":
-			return nil, fmt.Errorf("node %s is %q, not %q: %s (ironic log: %s)", node.Name, node.ProvisionState, want, node.LastError, s.LogPath)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("node %s stayed %q (target %q), not %q within %s (ironic log: %s)",
-				node.Name, node.ProvisionState, node.TargetProvisionState, want, StateTimeout, s.LogPath)
-		case <-ticker.C:
-		}
-	}
+// WaitForProvisionState polls the node until it is in want, for at most
+// timeout, and fails at once when Ironic records an error on it.
+func (s *Ironic) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState, timeout time.Duration) (*nodes.Node, error) {
+	return ironic.WaitForProvisionState(ctx, s.client, uuid, want, timeout, s.LogPath)
 }
 
 // Node reads a node.

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 )
@@ -125,37 +126,48 @@ func redfishDriverInfo(host VirtualMediaHost) (map[string]any, error) {
 	return info, nil
 }
 
-// provision asks for a provision state change, as BMO's
-// changeNodeProvisionState does, and waits until the node is in want.
+// provision asks for a provision state change and waits until the node is
+// in want.
 func (s *Server) provision(ctx context.Context, node *nodes.Node, target nodes.TargetProvisionState, want nodes.ProvisionState) (*nodes.Node, error) {
-	if err := nodes.ChangeProvisionState(ctx, s.client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
-		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, asRefusal(err), s.LogPath)
-	}
-	return s.WaitForProvisionState(ctx, node.UUID, want)
+	return ChangeProvisionState(ctx, s.client, node, target, want, StateTimeout, s.LogPath)
 }
 
-// WaitForProvisionState polls the node until it is in want, and fails at
-// once when Ironic records an error on it. (A node in "inspect wait" keeps
-// its target "manageable".)
-func (s *Server) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState) (*nodes.Node, error) {
-	ctx, cancel := context.WithTimeout(ctx, StateTimeout)
+// ChangeProvisionState asks for a provision state change, as BMO's
+// changeNodeProvisionState does, and waits until the node is in want
+// (WaitForProvisionState). logPath, Ironic's log, is named in errors.
+func ChangeProvisionState(ctx context.Context, client *gophercloud.ServiceClient, node *nodes.Node,
+	target nodes.TargetProvisionState, want nodes.ProvisionState, timeout time.Duration, logPath string,
+) (*nodes.Node, error) {
+	if err := nodes.ChangeProvisionState(ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
+		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, asRefusal(err), logPath)
+	}
+	return WaitForProvisionState(ctx, client, node.UUID, want, timeout, logPath)
+}
+
+// WaitForProvisionState polls the node until it is in want, for at most
+// timeout, and fails at once when Ironic records an error on it. (A node
+// in "inspect wait" keeps its target "manageable".)
+func WaitForProvisionState(ctx context.Context, client *gophercloud.ServiceClient, uuid string,
+	want nodes.ProvisionState, timeout time.Duration, logPath string,
+) (*nodes.Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		node, err := nodes.Get(ctx, s.client, uuid).Extract()
+		node, err := nodes.Get(ctx, client, uuid).Extract()
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("reading node %s: %w", uuid, asRefusal(err))
 		case node.ProvisionState == string(want):
 			return node, nil
 		case node.LastError != "":
-			return nil, fmt.Errorf("node %s is %q, not %q: %s (ironic log: %s)", node.Name, node.ProvisionState, want, node.LastError, s.LogPath)
+			return nil, fmt.Errorf("node %s is %q, not %q: %s (ironic log: %s)", node.Name, node.ProvisionState, want, node.LastError, logPath)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("node %s stayed %q (target %q), not %q within %s (ironic log: %s)",
-				node.Name, node.ProvisionState, node.TargetProvisionState, want, StateTimeout, s.LogPath)
+				node.Name, node.ProvisionState, node.TargetProvisionState, want, timeout, logPath)
 		case <-ticker.C:
 		}
 	}

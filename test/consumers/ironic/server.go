@@ -79,7 +79,7 @@ type Server struct {
 
 	dir, removeDir string
 	vmedia         *virtualMedia
-	ironic         *service
+	ironic         *framework.ProcessGroup
 	client         *gophercloud.ServiceClient
 	// schema is what the installed schema says of bonds; see Submit.
 	bondModes []string
@@ -225,9 +225,9 @@ enabled_vendor_interfaces = no-vendor
 // waitReady waits until GET /v1 answers 200, the process exits or the
 // timeout passes.
 func (s *Server) waitReady(ctx context.Context) error {
-	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.ironic.exited)
+	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.ironic.Exited())
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.ironic.cmd.ProcessState, s.logTail(20))
+		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.ironic.State(), s.logTail(20))
 	}
 	if err != nil {
 		return fmt.Errorf("ironic's API: %w", err)
@@ -263,7 +263,7 @@ func (s *Server) Stop() error {
 		errs = append(errs, s.vmedia.stop())
 	}
 	if s.ironic != nil {
-		s.ironic.stop()
+		s.ironic.Stop()
 	}
 	if s.removeDir != "" {
 		errs = append(errs, os.RemoveAll(s.removeDir))
@@ -273,7 +273,7 @@ func (s *Server) Stop() error {
 
 // Running says whether the process is still there.
 func (s *Server) Running() bool {
-	return s.ironic != nil && s.ironic.running()
+	return s.ironic != nil && s.ironic.Running()
 }
 
 // logTail is the end of the log, for errors that would otherwise send the

@@ -60,7 +60,7 @@ type virtualMedia struct {
 	httpRoot  string
 	httpURL   string
 	http      *http.Server
-	inspector *service
+	inspector *framework.ProcessGroup
 	// inspectorURL is ironic-inspector's API on loopback.
 	inspectorURL string
 	logPath      string
@@ -137,7 +137,7 @@ func (v *virtualMedia) startInspector(ctx context.Context, dir, ironicURL string
 
 // launchInspector runs ironic-inspector-dbsync upgrade and starts
 // ironic-inspector.
-func (v *virtualMedia) launchInspector(ctx context.Context, config string) (*service, error) {
+func (v *virtualMedia) launchInspector(ctx context.Context, config string) (*framework.ProcessGroup, error) {
 	log, err := os.Create(v.logPath)
 	if err != nil {
 		return nil, err
@@ -152,9 +152,9 @@ func (v *virtualMedia) wait(ctx context.Context) error {
 	if err := v.launched(); err != nil {
 		return err
 	}
-	err := framework.WaitForOK(ctx, v.inspectorURL, StartTimeout, v.inspector.exited)
+	err := framework.WaitForOK(ctx, v.inspectorURL, StartTimeout, v.inspector.Exited())
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic-inspector exited before its API answered: %s", v.inspector.cmd.ProcessState)
+		return fmt.Errorf("ironic-inspector exited before its API answered: %s", v.inspector.State())
 	}
 	return err
 }
@@ -165,7 +165,7 @@ func (v *virtualMedia) stop() error {
 		_ = v.launched() // its error was wait's
 	}
 	if v.inspector != nil {
-		v.inspector.stop()
+		v.inspector.Stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
