@@ -170,6 +170,12 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 		}
 	}
 	if len(failures) > 0 {
+		if m.Preallocations != nil {
+			// An entry of ours the pool no longer holds fails the claim for good.
+			if err := m.Preallocations.RemoveOutOfRange(ctx, s.host, s.pools); err != nil {
+				return failed(err)
+			}
+		}
 		outcome := m.fail(ctx, s.host, PhaseFailed, s.governing.Ref, ReasonIPClaimFailed, strings.Join(failures, "; "))
 		outcome.Items = failures
 		outcome.RequeueAfter = retryAfter
