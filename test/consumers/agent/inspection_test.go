@@ -76,16 +76,22 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 
 	t.Run("an IPv4 host, over IPv4", func(t *testing.T) {
 		t.Parallel()
-		ipv4.expectInspected(t, rackA1.Name, rackA1.BootMACAddress, render(t, rackA1, rackA1.RendererHost(), rackA1.Addresses), rackA1)
+		document := render(t, rackA1, rackA1.RendererHost(), rackA1.Addresses)
+		ipv4.expectReachCheck(t, document, "")
+		ipv4.expectInspected(t, rackA1.Name, rackA1.BootMACAddress, document, rackA1)
 	})
 	t.Run("an IPv6-only host, over IPv6", func(t *testing.T) {
 		t.Parallel()
-		ipv6.expectInspected(t, ipv6Only.Name, ipv6Only.BootMACAddress, render(t, ipv6Only, ipv6Only.RendererHost(), ipv6Only.Addresses), ipv6Only)
+		document := render(t, ipv6Only, ipv6Only.RendererHost(), ipv6Only.Addresses)
+		ipv6.expectReachCheck(t, document, "")
+		ipv6.expectInspected(t, ipv6Only.Name, ipv6Only.BootMACAddress, document, ipv6Only)
 	})
 	for _, site := range []*site{ipv4, ipv6} {
 		t.Run("a dual-stack host, over "+site.name, func(t *testing.T) {
 			t.Parallel()
-			site.expectInspected(t, dualStack.Name, dualStack.BootMACAddress, render(t, dualStack, dualStack.RendererHost(), dualStack.Addresses), dualStack)
+			document := render(t, dualStack, dualStack.RendererHost(), dualStack.Addresses)
+			site.expectReachCheck(t, document, "")
+			site.expectInspected(t, dualStack.Name, dualStack.BootMACAddress, document, dualStack)
 		})
 	}
 
@@ -126,8 +132,36 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 		wrong := addresses["rack-a1-provisioning"]
 		wrong.Prefix = 28 // 192.168.112.96/28 does not hold the gateway 192.168.112.1
 		addresses["rack-a1-provisioning"] = wrong
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, render(t, rackA1, host, addresses), rackA1.Routers, "Nexthop has invalid gateway", "network is unreachable")
+		document := render(t, rackA1, host, addresses)
+		ipv4.expectReachCheck(t, document, "which is on no subnet")
+		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, document, rackA1.Routers, "Nexthop has invalid gateway", "network is unreachable")
 	})
+	// What the manager's --ramdisk-endpoints check (issue 35 item 6, BMO
+	// issue 1664) keeps paused: data without an address of Ironic's family.
+	t.Run("an IPv6-only host whose Ironic is on IPv4 never reaches it, as the manager's check says", func(t *testing.T) {
+		t.Parallel()
+		host := ipv6Only.RendererHost()
+		host.Name, host.BootMACAddress = "ipv6-1", "00:5c:52:31:3b:f5"
+		document := render(t, ipv6Only, host, ipv6Only.Addresses)
+		ipv4.expectReachCheck(t, document, "no IPv4")
+		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, document, rackA1.Routers, "", "network is unreachable")
+	})
+}
+
+// expectReachCheck runs the manager's check of a rendered document against
+// this site's Ironic: it finds no fault (why empty), or one that says why.
+func (s *site) expectReachCheck(t *testing.T, document []byte, why string) {
+	t.Helper()
+	endpoint, err := networkdata.ParseEndpoint("http://" + net.JoinHostPort(s.address, "6385"))
+	require.NoError(t, err)
+	unreached, err := networkdata.Unreachable(document, []networkdata.Endpoint{endpoint})
+	require.NoError(t, err)
+	if why == "" {
+		assert.Empty(t, unreached, "the check finds a way to %s's Ironic", s.name)
+		return
+	}
+	require.Len(t, unreached, 1, "the check finds no way to %s's Ironic", s.name)
+	assert.Contains(t, unreached[0].Why, why)
 }
 
 func loadExampleHost(t *testing.T, example, host, template string, order int) *ExampleHost {
@@ -154,11 +188,13 @@ type site struct {
 	// run side by side.
 	registering sync.Mutex
 	name        string
-	root        *Root
-	work        string
-	ironic      *Ironic
-	bmc         *redfishbmc.BMC
-	network     *ramdiskhost.Network
+	// address is Ironic's address on the provisioning network.
+	address string
+	root    *Root
+	work    string
+	ironic  *Ironic
+	bmc     *redfishbmc.BMC
+	network *ramdiskhost.Network
 }
 
 // startSites starts the IPv4 and the IPv6 site side by side (each Ironic
@@ -166,8 +202,8 @@ type site struct {
 func startSites(t *testing.T, root *Root) (ipv4, ipv6 *site) {
 	t.Helper()
 	sites := []*site{
-		{name: "IPv4", root: root, work: filepath.Join(t.TempDir(), "ipv4")},
-		{name: "IPv6", root: root, work: filepath.Join(t.TempDir(), "ipv6")},
+		{name: "IPv4", address: ironicIPv4Address, root: root, work: filepath.Join(t.TempDir(), "ipv4")},
+		{name: "IPv6", address: ironicIPv6Address, root: root, work: filepath.Join(t.TempDir(), "ipv6")},
 	}
 	errs := make([]error, len(sites))
 	var started sync.WaitGroup
