@@ -50,6 +50,10 @@ type Sweeper struct {
 	// the cache has needs no API read. It also reads again a claim or
 	// address that changed since the cache showed it (a fenced write lost).
 	APIReader client.Reader
+
+	// removals are the pool entries of deleted hosts SweepHost found, which
+	// Start removes a pool at a time.
+	removals poolEntryRemovals
 }
 
 // Sweep sweeps one namespace or, with "", all.

@@ -36,6 +36,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
@@ -140,13 +141,15 @@ func ipAtScale(i int) ipamv1.IPAddressStr {
 }
 
 // cachedPoolPatchCounter is a client that reads from a cache of the
-// namespace made as the manager's (slim pools) and counts IPPool patches.
+// namespace made as the manager's (slim pools, our indexes) and counts
+// IPPool patches.
 func cachedPoolPatchCounter(ctx context.Context, t *testing.T, namespace string) (client.Client, *atomic.Int64) {
 	t.Helper()
 	options := controllers.CacheOptions(namespace, "")
 	options.Scheme = scheme.New()
 	informers, err := cache.New(testEnv.Config, options)
 	require.NoError(t, err)
+	require.NoError(t, index.Register(ctx, informers))
 	go func() { _ = informers.Start(ctx) }() // ends with the test's context
 	cached, err := client.New(testEnv.Config, client.Options{Scheme: options.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	require.NoError(t, err)
@@ -182,4 +185,55 @@ func ourRecordSize(pool *ipamv1.IPPool) int {
 		}
 	}
 	return size
+}
+
+// The entries of hosts deleted together go in a few writes of their pool,
+// not one write per host: the fleet's sweeps queue them, and the pool is
+// written once per window. An entry someone else wrote stays.
+func TestSweepsOfDeletedHostsShareTheirPoolWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "entry-removals-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.255.250", "10.0.0.1")
+	pool.Spec.Prefix = 16
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}
+	require.NoError(t, k8sClient.Create(ctx, pool))
+	const deleted = 100
+	entries := map[string]ipamv1.IPAddressStr{}
+	for i := range deleted {
+		entries[ipam.ClaimName(hostAtScale(i), pool.Name)] = ipAtScale(i)
+	}
+	recordAsOurs(t, pool, entries)
+
+	c, patches := cachedPoolPatchCounter(ctx, t, ns.Name)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		cached := &ipamv1.IPPool{}
+		assert.NoError(collect, c.Get(ctx, client.ObjectKeyFromObject(pool), cached))
+		assert.Len(collect, cached.Spec.PreAllocations, deleted+1)
+	}, 30*time.Second, 100*time.Millisecond)
+	sweeper := &ipam.Sweeper{Client: c, APIReader: k8sClient}
+	go func() { _ = sweeper.Start(ctx) }() // ends with the test's context
+
+	// As the manager's ten workers sweep the hosts the cache saw deleted.
+	hosts := make(chan int, deleted)
+	for i := range deleted {
+		hosts <- i
+	}
+	close(hosts)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for i := range hosts {
+				assert.NoError(t, sweeper.SweepHost(ctx, types.NamespacedName{Namespace: ns.Name, Name: hostAtScale(i)}))
+			}
+		})
+	}
+	wg.Wait()
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		assert.NoError(collect, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+		assert.Equal(collect, map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}, pool.Spec.PreAllocations)
+	}, 30*time.Second, 100*time.Millisecond)
+	t.Logf("%d pool writes for %d deleted hosts", patches.Load(), deleted)
+	assert.LessOrEqual(t, patches.Load(), int64(deleted/10), "pool writes for %d hosts deleted together", deleted)
 }
