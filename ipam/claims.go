@@ -136,8 +136,8 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		return state, nil
 	}
 
-	pool := &ipamv1.IPPool{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
+	pool, err := readPool(ctx, c.Client, client.ObjectKey{Namespace: host.Namespace, Name: poolName})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return c.missingPool(ctx, host, state)
 		}

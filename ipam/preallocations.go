@@ -78,8 +78,8 @@ func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetal
 			continue
 		}
 		poolKey := client.ObjectKey{Namespace: host.Namespace, Name: state.Pool}
-		pool := &ipamv1.IPPool{}
-		if err := p.Client.Get(ctx, poolKey, pool); err != nil {
+		pool, err := readPool(ctx, p.Client, poolKey)
+		if err != nil {
 			return fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, state.Pool, err)
 		}
 		ip := ipamv1.IPAddressStr(state.Address.IP)
@@ -235,22 +235,22 @@ func setOwnKeys(pool *ipamv1.IPPool, keys []string) error {
 // RemoveUnused drops the entries we wrote for the host on pools other than
 // keep, unless networkData (what its Secret holds) still names the address.
 func (p *Preallocations) RemoveUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, networkData []byte) error {
-	pools := &ipamv1.IPPoolList{}
-	if err := p.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+	pools, err := listPools(ctx, p.Client, host.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing IPPools: %w", err)
 	}
-	for i := range pools.Items {
-		pool := &pools.Items[i]
-		claimName := ClaimName(host.Name, pool.Name)
-		ip, present := pool.Spec.PreAllocations[claimName]
-		if !present || slices.Contains(keep, pool.Name) || networkDataNamesAddress(networkData, string(ip)) {
+	for i := range pools {
+		cached := &pools[i]
+		claimName := ClaimName(host.Name, cached.Name)
+		ip, present := cached.Spec.PreAllocations[claimName]
+		if !present || slices.Contains(keep, cached.Name) || networkDataNamesAddress(networkData, string(ip)) {
 			continue
 		}
-		keys := ownKeys(pool)
+		keys := ownKeys(cached)
 		if !slices.Contains(keys, claimName) {
 			continue
 		}
-		original := pool.DeepCopy()
+		original, pool := cached, cached.DeepCopy()
 		delete(pool.Spec.PreAllocations, claimName)
 		if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
 			return err

@@ -20,11 +20,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,6 +38,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
+	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
@@ -236,4 +239,69 @@ func TestSweepsOfDeletedHostsShareTheirPoolWrites(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond)
 	t.Logf("%d pool writes for %d deleted hosts", patches.Load(), deleted)
 	assert.LessOrEqual(t, patches.Load(), int64(deleted/10), "pool writes for %d hosts deleted together", deleted)
+}
+
+// A set-up host's reconcile reads its namespace's pools from the cache
+// without copying one: with --pool-preallocations a pool holds an entry per
+// host, and a copy per read made each host's reconcile cost its pools'
+// size several times over.
+func TestAHostsReconcileCopiesNoPool(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pool-copies-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.255.250", "10.0.0.1")
+	other := fixtures.Pool(ns.Name, "storage", "10.1.0.10", "10.1.255.250", "10.1.0.1")
+	for _, p := range []*ipamv1.IPPool{pool, other} {
+		require.NoError(t, k8sClient.Create(ctx, p))
+	}
+	host := fixtures.Host(ns.Name, "node-0", "52:54:00:aa:bb:01", nil)
+	require.NoError(t, k8sClient.Create(ctx, host))
+	recordAsOurs(t, other, map[string]ipamv1.IPAddressStr{ipam.ClaimName(host.Name, other.Name): "10.1.0.10"})
+
+	cached, _ := cachedPoolPatchCounter(ctx, t, ns.Name)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		cachedPool := &ipamv1.IPPool{}
+		assert.NoError(collect, cached.Get(ctx, client.ObjectKeyFromObject(other), cachedPool))
+		assert.Len(collect, cachedPool.Spec.PreAllocations, 1)
+		assert.NoError(collect, cached.Get(ctx, client.ObjectKeyFromObject(host), &bmov1alpha1.BareMetalHost{}))
+	}, 30*time.Second, 100*time.Millisecond)
+	c := &poolCopyCounter{Client: cached}
+	claims := &ipam.Claims{Client: c, APIReader: k8sClient, Indexed: true}
+	preallocations := &ipam.Preallocations{Client: c}
+
+	_, err := claims.Ensure(ctx, host, []string{pool.Name}, &expectations.Writes{})
+	require.NoError(t, err)
+	require.NoError(t, preallocations.Ensure(ctx, host, []ipam.PoolState{{
+		Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name), Address: &networkdata.Address{IP: "10.0.0.10", Prefix: 16},
+	}}))
+	_, err = claims.ReleaseUnused(ctx, host, []string{pool.Name}, ipam.AddressUsers{})
+	require.NoError(t, err)
+	require.NoError(t, preallocations.RemoveUnused(ctx, host, []string{pool.Name}, nil))
+	_, err = claims.HostsToRetry(ctx, ns.Name, pool.Name)
+	require.NoError(t, err)
+	assert.Zero(t, c.copies.Load(), "pool reads that copied a pool out of the cache")
+
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(other), other))
+	assert.Empty(t, other.Spec.PreAllocations, "the entry on the pool the host no longer uses is removed")
+}
+
+// poolCopyCounter counts the IPPool reads that copy pools out of the cache.
+type poolCopyCounter struct {
+	client.Client
+	copies atomic.Int64
+}
+
+func (c *poolCopyCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*ipamv1.IPPool); ok {
+		c.copies.Add(1)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *poolCopyCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*ipamv1.IPPoolList); ok && !slices.Contains(opts, client.ListOption(client.UnsafeDisableDeepCopy)) {
+		c.copies.Add(1)
+	}
+	return c.Client.List(ctx, list, opts...)
 }
