@@ -97,6 +97,9 @@ type Claims struct {
 	retries pendingRetries
 	// missing tells since when claims point at an IPAddress that is gone.
 	missing missingAddresses
+	// clusterAPIPools are the Cluster API pools read lately, shared by the
+	// hosts waiting on them.
+	clusterAPIPools clusterAPIPoolReads
 }
 
 // kindIPClaim is the kind of our claims in the writes store.
