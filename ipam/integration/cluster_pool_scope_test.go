@@ -153,3 +153,54 @@ func TestHostsWaitingOnAClusterAPIPoolShareItsReadsAndBackOff(t *testing.T) {
 	}
 	assert.Equal(t, 3, reads.reads["uncounted"], "API reads of the pool, one per look of the fleet")
 }
+
+// A host's release of its unused Cluster API claims reads its own claims,
+// through the cache's index, not every claim of ours in its namespace: it
+// runs on every reconcile of a Ready host.
+func TestAHostsReleaseReadsOnlyItsOwnAddressClaims(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "own-address-claims-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := networkdata.Pool{Name: "provisioning", APIGroup: networkdata.ClusterAPIIPAMGroup, Kind: inclusterv1alpha2.InClusterIPPoolKind}
+	const hosts = 30
+	var writes expectations.Writes
+	direct := &ipam.Claims{Client: k8sClient}
+	var first *bmov1alpha1.BareMetalHost
+	for i := range hosts {
+		host := fixtures.Host(ns.Name, fmt.Sprintf("node-%02d", i), "", nil)
+		require.NoError(t, k8sClient.Create(ctx, host))
+		_, err := direct.EnsureClusterAPI(ctx, host, []networkdata.Pool{pool}, ipam.AddressUsers{}, &writes)
+		require.NoError(t, err)
+		if first == nil {
+			first = host
+		}
+	}
+	cached := indexedCache(ctx, t)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		claims := &capipamv1.IPAddressClaimList{}
+		assert.NoError(collect, cached.List(ctx, claims, client.InNamespace(ns.Name)))
+		assert.Len(collect, claims.Items, hosts)
+	}, 30*time.Second, 100*time.Millisecond)
+
+	counted := &addressClaimReadCounter{Client: cached}
+	claims := &ipam.Claims{Client: counted, APIReader: k8sClient, Indexed: true}
+	held, err := claims.ReleaseUnusedClusterAPI(ctx, first, []networkdata.Pool{pool}, ipam.AddressUsers{})
+	require.NoError(t, err)
+	assert.Empty(t, held)
+	assert.Equal(t, 1, counted.read, "IPAddressClaims read for a host with one claim, in a namespace of %d", hosts)
+}
+
+// addressClaimReadCounter counts the IPAddressClaims its lists return.
+type addressClaimReadCounter struct {
+	client.Client
+	read int
+}
+
+func (c *addressClaimReadCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := c.Client.List(ctx, list, opts...)
+	if claims, ok := list.(*capipamv1.IPAddressClaimList); ok {
+		c.read += len(claims.Items)
+	}
+	return err
+}
