@@ -83,7 +83,7 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	for i := range next {
 		wg.Go(func() {
 			host := fixtures.Host(ns.Name, fmt.Sprintf("next-%02d", i), "", nil)
-			errs[i] = preallocations.Ensure(ctx, host, []ipam.PoolState{{
+			_, errs[i] = preallocations.Ensure(ctx, host, []ipam.PoolState{{
 				Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name),
 				Address: &networkdata.Address{IP: fmt.Sprintf("10.0.250.%d", i+1), Prefix: 16},
 			}})
@@ -136,8 +136,9 @@ func scaleEntries() map[string]ipamv1.IPAddressStr {
 	return entries
 }
 
-// hostAtScale names hosts as racks of 100 are named.
-func hostAtScale(i int) string { return fmt.Sprintf("rack-%03d-node-%02d", i/100, i%100) }
+// hostAtScale names hosts as racks of 100 are named, short enough for
+// 10,000 entries of them to fit a pool (ipam.PoolSizeBudget).
+func hostAtScale(i int) string { return fmt.Sprintf("r%03d-n%02d", i/100, i%100) }
 
 func ipAtScale(i int) ipamv1.IPAddressStr {
 	return ipamv1.IPAddressStr(fmt.Sprintf("10.0.%d.%d", 1+i/200, 10+i%200))
@@ -272,9 +273,11 @@ func TestAHostsReconcileCopiesNoPool(t *testing.T) {
 
 	_, err := claims.Ensure(ctx, host, []string{pool.Name}, &expectations.Writes{})
 	require.NoError(t, err)
-	require.NoError(t, preallocations.Ensure(ctx, host, []ipam.PoolState{{
+	full, err := preallocations.Ensure(ctx, host, []ipam.PoolState{{
 		Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name), Address: &networkdata.Address{IP: "10.0.0.10", Prefix: 16},
-	}}))
+	}})
+	require.NoError(t, err)
+	assert.Empty(t, full)
 	_, err = claims.ReleaseUnused(ctx, host, []string{pool.Name}, ipam.AddressUsers{})
 	require.NoError(t, err)
 	require.NoError(t, preallocations.RemoveUnused(ctx, host, []string{pool.Name}, nil))
