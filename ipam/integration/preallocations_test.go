@@ -216,7 +216,8 @@ func TestSweepsOfDeletedHostsShareTheirPoolWrites(t *testing.T) {
 		assert.NoError(collect, c.Get(ctx, client.ObjectKeyFromObject(pool), cached))
 		assert.Len(collect, cached.Spec.PreAllocations, deleted+1)
 	}, 30*time.Second, 100*time.Millisecond)
-	sweeper := &ipam.Sweeper{Client: c, APIReader: k8sClient}
+	apiReader := &readCounter{Reader: k8sClient, reads: map[string]int{}}
+	sweeper := &ipam.Sweeper{Client: c, APIReader: apiReader}
 	go func() { _ = sweeper.Start(ctx) }() // ends with the test's context
 
 	// As the manager's ten workers sweep the hosts the cache saw deleted.
@@ -238,8 +239,11 @@ func TestSweepsOfDeletedHostsShareTheirPoolWrites(t *testing.T) {
 		assert.NoError(collect, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
 		assert.Equal(collect, map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}, pool.Spec.PreAllocations)
 	}, 30*time.Second, 100*time.Millisecond)
-	t.Logf("%d pool writes for %d deleted hosts", patches.Load(), deleted)
+	t.Logf("%d pool writes and %d host reads for %d deleted hosts", patches.Load(), len(apiReader.reads), deleted)
 	assert.LessOrEqual(t, patches.Load(), int64(deleted/10), "pool writes for %d hosts deleted together", deleted)
+	// A host the cache lacks is confirmed gone with the API: one list of
+	// the namespace's hosts for a batch, not a read each.
+	assert.LessOrEqual(t, len(apiReader.reads), deleted/10, "hosts read from the API to confirm them gone")
 }
 
 // A set-up host's reconcile reads its namespace's pools from the cache
