@@ -87,6 +87,11 @@ func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.
 	return err
 }
 
+// ReasonPreallocationsPoolFull is the Warning of a host whose address a pool
+// is too large to record (--pool-preallocations): the pool should be
+// sharded.
+const ReasonPreallocationsPoolFull = "PreprovisioningPoolPreallocationsFull"
+
 // ReasonIPClaimRemade is the Warning of a host whose claim pointed at an
 // IPAddress that is gone and was made again.
 const ReasonIPClaimRemade = "PreprovisioningIPClaimRemade"

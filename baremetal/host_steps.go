@@ -187,8 +187,12 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 			Message: strings.Join(waiting, "; "), RequeueAfter: retryAfter})
 	}
 	if m.Preallocations != nil {
-		if err := m.Preallocations.Ensure(ctx, s.host, states); err != nil {
+		full, err := m.Preallocations.Ensure(ctx, s.host, states)
+		if err != nil {
 			return failed(err)
+		}
+		for _, note := range full {
+			m.event(s.host, corev1.EventTypeWarning, ReasonPreallocationsPoolFull, note)
 		}
 	}
 	s.claims = states

@@ -117,7 +117,9 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		Watches(&capm3.Metal3DataTemplate{}, handler.EnqueueRequestsFromMapFunc(hosts.forDataTemplate),
 			builder.WithPredicates(notInInitialList, predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseRemoved))).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPool),
-			builder.WithPredicates(notInInitialList, poolAddressesChanged())).
+			builder.WithPredicates(notInInitialList, poolCreatedOrDeleted)).
+		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forPoolEdit),
+			builder.WithPredicates(poolAddressesChanged)).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedPreAllocation),
 			builder.WithPredicates(preAllocationReleased)).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
@@ -177,27 +179,39 @@ var notInInitialList = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 }
 
-// poolAddressesChanged passes pool creations, deletions, changes of the
-// addresses a pool can give and the end of a pause (the event filter drops
-// the events of a paused pool, its growth included). IPAM writes a pool's
+// poolCreatedOrDeleted passes the creation and deletion of a pool.
+var poolCreatedOrDeleted = predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// poolAddressesChanged passes the pool updates that change the addresses
+// a pool can give, and the end of a pause (the event filter drops the
+// events of a paused pool, its growth included). IPAM writes a pool's
 // status on every allocation and the preAllocations backstop writes its
-// spec: neither can unblock a host.
-func poolAddressesChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldPool, okOld := e.ObjectOld.(*ipamv1.IPPool)
-			newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
-			if !okOld || !okNew {
-				return false
-			}
-			if pauseRemoved.Update(e) {
-				return true
-			}
-			oldSpec, newSpec := oldPool.Spec.DeepCopy(), newPool.Spec.DeepCopy()
-			oldSpec.PreAllocations, newSpec.PreAllocations = nil, nil
-			return !equality.Semantic.DeepEqual(oldSpec, newSpec)
-		},
-	}
+// spec: neither can unblock a host. Such updates are told without copying
+// the pool: a status write leaves the generation as it is, and a spec is
+// compared without its entries, one per host with the backstop.
+var poolAddressesChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPool, okOld := e.ObjectOld.(*ipamv1.IPPool)
+		newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
+		if !okOld || !okNew {
+			return false
+		}
+		if pauseRemoved.Update(e) {
+			return true
+		}
+		if oldPool.Generation == newPool.Generation {
+			return false
+		}
+		oldSpec, newSpec := oldPool.Spec, newPool.Spec
+		oldSpec.PreAllocations, newSpec.PreAllocations = nil, nil
+		return !equality.Semantic.DeepEqual(oldSpec, newSpec)
+	},
 }
 
 // conflictRetryDelay gives the cache time to catch up with the write that

@@ -31,6 +31,7 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/index"
+	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/template"
 )
@@ -42,38 +43,85 @@ type poolMapper struct {
 	claims *ipam.Claims
 }
 
-// forPool maps a pool's creation, deletion, spec change or unpause to the
-// hosts of its namespace that are paused for us, that we set up (a host set
-// up earlier whose template now names the pool waits on it too), that an
-// adopting template selects (they are neither), and to the hosts whose
-// failed claims on it have their turn.
+// forPool maps a pool's creation or deletion to the hosts of its namespace
+// that are paused for us, that we set up (a host set up earlier whose
+// template now names the pool waits on it too), that an adopting template
+// selects (they are neither), and to the hosts whose failed claims on it
+// have their turn.
 func (m *poolMapper) forPool(ctx context.Context, obj client.Object) []reconcile.Request {
-	seen := map[types.NamespacedName]bool{}
-	var requests []reconcile.Request
-	add := func(host types.NamespacedName) {
-		if !seen[host] {
-			seen[host] = true
-			requests = append(requests, reconcile.Request{NamespacedName: host})
+	requests := hostRequests{}
+	if !m.addHosts(ctx, requests, obj.GetNamespace(), client.MatchingFields{index.HostPausedForUsField: "true"}) ||
+		!m.addHosts(ctx, requests, obj.GetNamespace(), client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}) {
+		return nil
+	}
+	return m.addWaiting(ctx, requests, obj).list()
+}
+
+// forPoolEdit maps a change of the addresses a pool can give, or the end of
+// its pause, to the hosts that may wait on it: those paused for us, those an
+// adopting template selects, those whose claims on it have no address, and
+// those whose failed claims on it have their turn. A host whose claim on
+// the pool has its address reads nothing else of the pool: waking every
+// host we set up made one pool edit cost a reconcile per host of the
+// namespace.
+func (m *poolMapper) forPoolEdit(ctx context.Context, obj client.Object) []reconcile.Request {
+	requests := hostRequests{}
+	if !m.addHosts(ctx, requests, obj.GetNamespace(), client.MatchingFields{index.HostPausedForUsField: "true"}) {
+		return nil
+	}
+	claims := &ipamv1.IPClaimList{}
+	if err := m.client.List(ctx, claims, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the IPClaims waiting on an IPPool")
+		return nil
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if claim.Spec.Pool.Name != obj.GetName() || claim.Status.Address != nil {
+			continue
+		}
+		for _, host := range ownership.HostOwners(claim) {
+			requests.add(types.NamespacedName{Namespace: claim.Namespace, Name: host})
 		}
 	}
-	for _, selection := range []client.ListOption{
-		client.MatchingFields{index.HostPausedForUsField: "true"},
-		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue},
-	} {
-		hosts := &bmov1alpha1.BareMetalHostList{}
-		if err := m.client.List(ctx, hosts, client.InNamespace(obj.GetNamespace()), selection); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts an IPPool can unblock")
-			return nil
-		}
-		for i := range hosts.Items {
-			add(client.ObjectKeyFromObject(&hosts.Items[i]))
-		}
+	return m.addWaiting(ctx, requests, obj).list()
+}
+
+// hostRequests are the hosts a pool event wakes, each once.
+type hostRequests map[types.NamespacedName]bool
+
+func (r hostRequests) add(host types.NamespacedName) { r[host] = true }
+
+func (r hostRequests) list() []reconcile.Request {
+	requests := make([]reconcile.Request, 0, len(r))
+	for host := range r {
+		requests = append(requests, reconcile.Request{NamespacedName: host})
 	}
-	for _, host := range m.hostsOfAdoptingTemplates(ctx, obj.GetNamespace()) {
-		add(host)
+	return requests
+}
+
+// addHosts adds the namespace's hosts the selection lists; false when they
+// cannot be listed.
+func (m *poolMapper) addHosts(ctx context.Context, requests hostRequests, namespace string, selection client.ListOption) bool {
+	hosts := &bmov1alpha1.BareMetalHostList{}
+	if err := m.client.List(ctx, hosts, client.InNamespace(namespace), selection, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the BareMetalHosts an IPPool can unblock")
+		return false
 	}
-	for _, request := range m.hostsToRetry(ctx, obj.GetNamespace(), obj.GetName()) {
-		add(request.NamespacedName)
+	for i := range hosts.Items {
+		requests.add(client.ObjectKeyFromObject(&hosts.Items[i]))
+	}
+	return true
+}
+
+// addWaiting adds the hosts adopting templates select and those whose
+// failed claims on the pool have their turn.
+func (m *poolMapper) addWaiting(ctx context.Context, requests hostRequests, pool client.Object) hostRequests {
+	for _, host := range m.hostsOfAdoptingTemplates(ctx, pool.GetNamespace()) {
+		requests.add(host)
+	}
+	for _, request := range m.hostsToRetry(ctx, pool.GetNamespace(), pool.GetName()) {
+		requests.add(request.NamespacedName)
 	}
 	return requests
 }

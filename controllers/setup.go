@@ -75,6 +75,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*hos
 	}
 	templates := &baremetal.Templates{Reader: mgr.GetClient(), AllMachineTemplates: opts.AllMachineTemplates}
 	sweeper := &ipam.Sweeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	// It removes the pool entries of deleted hosts, a pool write at a time.
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, err
+	}
 	hostManager := &baremetal.HostManager{
 		Client:    mgr.GetClient(),
 		Templates: templates,

@@ -97,6 +97,9 @@ type Claims struct {
 	retries pendingRetries
 	// missing tells since when claims point at an IPAddress that is gone.
 	missing missingAddresses
+	// clusterAPIPools are the Cluster API pools read lately, shared by the
+	// hosts waiting on them.
+	clusterAPIPools clusterAPIPoolReads
 }
 
 // kindIPClaim is the kind of our claims in the writes store.
@@ -136,8 +139,8 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		return state, nil
 	}
 
-	pool := &ipamv1.IPPool{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool); err != nil {
+	pool, err := readPool(ctx, c.Client, client.ObjectKey{Namespace: host.Namespace, Name: poolName})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return c.missingPool(ctx, host, state)
 		}

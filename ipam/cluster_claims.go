@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
@@ -245,19 +246,40 @@ func (c *Claims) unservedClaim(ctx context.Context, host *bmov1alpha1.BareMetalH
 	if ready != nil && ready.Message != "" {
 		state.Waiting += fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
 	}
-	state.RetryAfter = ClusterAPIRecheck
+	state.RetryAfter = clusterAPIRecheck(problem.freeCounted, c.clock().Since(claim.CreationTimestamp.Time))
 	return state, nil
 }
 
-// ClusterAPIRecheck is how often a host waiting for a Cluster API IPAM
-// provider looks at its pool again: nothing of the pool's is watched, and a
-// provider may fail a claim without a word on it.
-const ClusterAPIRecheck = 10 * time.Second
+const (
+	// ClusterAPIRecheck is how often a host waiting for a Cluster API IPAM
+	// provider that counts its pool's free addresses looks at the pool
+	// again: nothing of the pool's is watched, and a provider may fail a
+	// claim without a word on it (an empty pool is told by its count).
+	ClusterAPIRecheck = 10 * time.Second
+	// ClusterAPIRecheckLimit is the longest a host waits between two looks
+	// at a pool whose provider counts no free address: such a look can only
+	// tell that the pool or its kind went missing, and the claim's own
+	// update brings the host back when its address comes.
+	ClusterAPIRecheckLimit = 5 * time.Minute
+)
+
+// clusterAPIRecheck is when a host waiting for an address looks at its pool
+// again: every ClusterAPIRecheck when the pool counts its free addresses,
+// otherwise after as long as the claim has waited (a back-off, doubling),
+// from ClusterAPIRecheck up to ClusterAPIRecheckLimit.
+func clusterAPIRecheck(freeCounted bool, waited time.Duration) time.Duration {
+	if freeCounted {
+		return ClusterAPIRecheck
+	}
+	return min(max(waited, ClusterAPIRecheck), ClusterAPIRecheckLimit)
+}
 
 // poolProblem is what a pool tells of a claim it does not serve.
 type poolProblem struct {
 	kind    poolProblemKind
 	message string
+	// freeCounted is whether the pool's status counts its free addresses.
+	freeCounted bool
 }
 
 type poolProblemKind int
@@ -292,9 +314,25 @@ func (c *Claims) clusterAPIPoolProblem(ctx context.Context, host *bmov1alpha1.Ba
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		key.Namespace, where = host.Namespace, fmt.Sprintf("in namespace %q", host.Namespace)
 	}
+	readKey := clusterAPIPoolKey{GroupKind: mapping.GroupVersionKind.GroupKind(), ObjectKey: key}
+	if problem, fresh := c.clusterAPIPools.get(readKey, c.clock().Now()); fresh {
+		return problem, nil
+	}
+	problem, err := c.readClusterAPIPool(ctx, mapping, key, pool, where)
+	if err == nil {
+		c.clusterAPIPools.put(readKey, problem, c.clock().Now())
+	}
+	return problem, err
+}
+
+// readClusterAPIPool reads the pool from the API and tells what stops its
+// claims, if anything.
+func (c *Claims) readClusterAPIPool(ctx context.Context, mapping *meta.RESTMapping, key client.ObjectKey, pool networkdata.Pool,
+	where string,
+) (poolProblem, error) {
 	object := &unstructured.Unstructured{}
 	object.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = c.apiReader().Get(ctx, key, object)
+	err := c.apiReader().Get(ctx, key, object)
 	switch {
 	case apierrors.IsNotFound(err):
 		return poolProblem{kind: poolUnusable, message: fmt.Sprintf("%s does not exist %s: create it, or fix the pool's name in the template",
@@ -305,10 +343,56 @@ func (c *Claims) clusterAPIPoolProblem(ctx context.Context, host *bmov1alpha1.Ba
 	// The in-cluster provider counts free as total less used: below zero
 	// when addresses left outside a shrunk pool are still held.
 	free, counted, err := unstructured.NestedInt64(object.Object, "status", "ipAddresses", "free")
-	if err == nil && counted && free <= 0 {
-		return poolProblem{kind: poolExhausted, message: fmt.Sprintf("its status.ipAddresses.free is %d", free)}, nil
+	counted = counted && err == nil
+	if counted && free <= 0 {
+		return poolProblem{kind: poolExhausted, message: fmt.Sprintf("its status.ipAddresses.free is %d", free), freeCounted: true}, nil
 	}
-	return poolProblem{kind: poolUsable}, nil
+	return poolProblem{kind: poolUsable, freeCounted: counted}, nil
+}
+
+// clusterAPIPoolKey names a Cluster API pool of any kind.
+type clusterAPIPoolKey struct {
+	schema.GroupKind
+	client.ObjectKey
+}
+
+// clusterAPIPoolReads are the Cluster API pools read lately: the hosts
+// waiting on a pool share one read of it every ClusterAPIRecheck, instead
+// of one read each.
+type clusterAPIPoolReads struct {
+	mu   sync.Mutex
+	read map[clusterAPIPoolKey]clusterAPIPoolRead
+}
+
+type clusterAPIPoolRead struct {
+	problem poolProblem
+	at      time.Time
+}
+
+// get is what the pool told at most ClusterAPIRecheck ago, if it was read.
+func (r *clusterAPIPoolReads) get(key clusterAPIPoolKey, now time.Time) (poolProblem, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read, ok := r.read[key]
+	if !ok || now.Sub(read.at) >= ClusterAPIRecheck {
+		return poolProblem{}, false
+	}
+	return read.problem, true
+}
+
+// put records what the pool told now, and forgets the reads gone stale.
+func (r *clusterAPIPoolReads) put(key clusterAPIPoolKey, problem poolProblem, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.read == nil {
+		r.read = map[clusterAPIPoolKey]clusterAPIPoolRead{}
+	}
+	for stale, read := range r.read {
+		if now.Sub(read.at) >= ClusterAPIRecheck {
+			delete(r.read, stale)
+		}
+	}
+	r.read[key] = clusterAPIPoolRead{problem: problem, at: now}
 }
 
 // addressOfClaim reads the IPAddress the claim names. The cache has it

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
 )
@@ -41,13 +42,9 @@ import (
 func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []networkdata.Pool,
 	users AddressUsers,
 ) ([]Held, error) {
-	// Read without a copy, and never changed: only the host's are copied.
-	// The host's claims are named after pools of any kind, so they are
-	// found by owner; a namespace of Metal3 IPAM only has none to read.
-	claims := &capipamv1.IPAddressClaimList{}
-	if err := c.Client.List(ctx, claims, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy,
-		client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}); err != nil {
-		return nil, fmt.Errorf("listing our IPAddressClaims: %w", err)
+	claims, err := c.addressClaimsOf(ctx, host)
+	if err != nil {
+		return nil, err
 	}
 	kept := func(claim *capipamv1.IPAddressClaim) bool {
 		return slices.ContainsFunc(keep, func(pool networkdata.Pool) bool { return claimsPool(claim, pool) })
@@ -94,6 +91,24 @@ func (c *Claims) ReleaseUnusedClusterAPI(ctx context.Context, host *bmov1alpha1.
 		}
 	}
 	return held, nil
+}
+
+// addressClaimsOf lists the IPAddressClaims the host may own, read without
+// a copy and never changed (only the host's are copied): the host's claims
+// are named after pools of any kind, so they are found by owner, through
+// the cache's index in the manager (a Ready host's reconcile read every
+// claim of ours in its namespace), and by our label from the API elsewhere
+// (kubectl preprov), where no index exists.
+func (c *Claims) addressClaimsOf(ctx context.Context, host *bmov1alpha1.BareMetalHost) (*capipamv1.IPAddressClaimList, error) {
+	selection := client.ListOption(client.MatchingLabels{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue})
+	if c.Indexed {
+		selection = client.MatchingFields{index.ClaimHostField: host.Name}
+	}
+	claims := &capipamv1.IPAddressClaimList{}
+	if err := c.Client.List(ctx, claims, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy, selection); err != nil {
+		return nil, fmt.Errorf("listing our IPAddressClaims: %w", err)
+	}
+	return claims, nil
 }
 
 // clusterAPIAddressReferenced is whether the network data names the

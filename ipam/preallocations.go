@@ -70,27 +70,78 @@ type entryBatch struct {
 
 // Ensure records the addresses of the host's ready claims. It writes a pool
 // only when its entry is missing or different. An entry someone else wrote
-// with the same address stays theirs.
-func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, states []PoolState) error {
+// with the same address stays theirs. It returns, for each pool too large
+// to take the host's entry (poolFull), why and what to do: the host's claim
+// still holds its address.
+func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, states []PoolState) ([]string, error) {
+	var full []string
 	for _, state := range states {
 		// Only Metal3 IPPools have spec.preAllocations.
 		if state.Address == nil || state.ClaimKind == kindIPAddressClaim {
 			continue
 		}
 		poolKey := client.ObjectKey{Namespace: host.Namespace, Name: state.Pool}
-		pool := &ipamv1.IPPool{}
-		if err := p.Client.Get(ctx, poolKey, pool); err != nil {
-			return fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, state.Pool, err)
+		pool, err := readPool(ctx, p.Client, poolKey)
+		if err != nil {
+			return nil, fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, state.Pool, err)
 		}
 		ip := ipamv1.IPAddressStr(state.Address.IP)
 		if pool.Spec.PreAllocations[state.Claim] == ip {
 			continue
 		}
+		if note, isFull := poolFull(pool, state.Claim, ip); isFull {
+			full = append(full, note)
+			continue
+		}
 		if err := p.record(ctx, poolKey, state.Claim, ip); err != nil {
-			return fmt.Errorf("recording %s in IPPool %s spec.preAllocations: %w", ip, poolKey, err)
+			return nil, fmt.Errorf("recording %s in IPPool %s spec.preAllocations: %w", ip, poolKey, err)
 		}
 	}
-	return nil
+	return full, nil
+}
+
+const (
+	// EtcdRequestLimit is etcd's default --max-request-bytes (1.5 MiB): an
+	// object is written to etcd whole, so a pool larger than this can no
+	// longer be written at all (the API server answers "etcdserver: request
+	// is too large"), its status by IPAM included. The API server's own
+	// limit on a request's body (3 MiB) is larger, and our patches are small.
+	EtcdRequestLimit = 3 << 19
+	// PoolSizeBudget is the part of EtcdRequestLimit a pool may take by
+	// entrySize's estimate (10,000 entries of keys up to 23 characters):
+	// the rest is for what it does not count, such as the claims with no
+	// entry IPAM's status.allocations also lists. Measured on
+	// kube-apiserver 1.35 with etcd 3.6: past about 1.55 MB the API server
+	// stores a pool without any managedFields (and with them goes the
+	// record of which entries are ours), and etcd refuses it past 1.5 MiB.
+	PoolSizeBudget = EtcdRequestLimit * 9 / 10
+)
+
+// poolFull tells whether the pool, with the entry added, would be over
+// PoolSizeBudget, and then why and what to do.
+func poolFull(pool *ipamv1.IPPool, key string, ip ipamv1.IPAddressStr) (string, bool) {
+	size := entrySize(key, ip)
+	for existing, existingIP := range pool.Spec.PreAllocations {
+		size += entrySize(existing, existingIP)
+	}
+	if size <= PoolSizeBudget {
+		return "", false
+	}
+	return fmt.Sprintf("IPPool %q holds %d spec.preAllocations entries: with this host's, Metal3 IPAM's status.allocations "+
+		"and both managers' managedFields it would take about %d KiB, over the %d KiB a pool may take of etcd's %d KiB "+
+		"request limit (past it the API server drops the pool's managedFields, and then refuses every write of the pool, "+
+		"IPAM's too), so the host's address is not recorded in it (its IPClaim still holds it): shard the pool, splitting "+
+		"its hosts and addresses over several IPPools (one per rack, with a template each), or run without --pool-preallocations",
+		pool.Name, len(pool.Spec.PreAllocations), size>>10, PoolSizeBudget>>10, EtcdRequestLimit>>10), true
+}
+
+// entrySize estimates what one entry costs a pool as stored: the entry
+// ("key":"ip",) in spec.preAllocations and as IPAM lists the claim's
+// address in status.allocations, and its record ("f:key":{},) in our
+// managedFields and in IPAM's. Measured: 165 bytes an entry for 10,000
+// entries of 29-character keys; this gives 162.
+func entrySize(key string, ip ipamv1.IPAddressStr) int {
+	return 2*(len(key)+len(ip)+6) + 2*(len(key)+7)
 }
 
 // record adds the entry to the pool's collecting batch and returns once that
@@ -235,22 +286,22 @@ func setOwnKeys(pool *ipamv1.IPPool, keys []string) error {
 // RemoveUnused drops the entries we wrote for the host on pools other than
 // keep, unless networkData (what its Secret holds) still names the address.
 func (p *Preallocations) RemoveUnused(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, networkData []byte) error {
-	pools := &ipamv1.IPPoolList{}
-	if err := p.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+	pools, err := listPools(ctx, p.Client, host.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing IPPools: %w", err)
 	}
-	for i := range pools.Items {
-		pool := &pools.Items[i]
-		claimName := ClaimName(host.Name, pool.Name)
-		ip, present := pool.Spec.PreAllocations[claimName]
-		if !present || slices.Contains(keep, pool.Name) || networkDataNamesAddress(networkData, string(ip)) {
+	for i := range pools {
+		cached := &pools[i]
+		claimName := ClaimName(host.Name, cached.Name)
+		ip, present := cached.Spec.PreAllocations[claimName]
+		if !present || slices.Contains(keep, cached.Name) || networkDataNamesAddress(networkData, string(ip)) {
 			continue
 		}
-		keys := ownKeys(pool)
+		keys := ownKeys(cached)
 		if !slices.Contains(keys, claimName) {
 			continue
 		}
-		original := pool.DeepCopy()
+		original, pool := cached, cached.DeepCopy()
 		delete(pool.Spec.PreAllocations, claimName)
 		if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
 			return err

@@ -17,6 +17,7 @@ limitations under the License.
 package ipam
 
 import (
+	"fmt"
 	"testing"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -57,4 +58,41 @@ func TestOwnKeysFromTheManagedFields(t *testing.T) {
 	assert.Equal(t, `["ours-provisioning"]`, pool.Annotations[preprovv1.PreallocatedForAnnotation])
 	require.NoError(t, setOwnKeys(pool, []string{"node-0-provisioning"}))
 	assert.NotContains(t, pool.Annotations, preprovv1.PreallocatedForAnnotation)
+}
+
+// A pool takes an entry while its estimated size, with IPAM's status and
+// both managers' managedFields, stays within PoolSizeBudget: 10,000 entries
+// of hosts named host-00000 fit, of hosts named rack-000-node-00 they do not.
+func TestPoolFullPastTheBudget(t *testing.T) {
+	poolOf := func(name func(int) string, n int) *ipamv1.IPPool {
+		pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "provisioning"}, Spec: ipamv1.IPPoolSpec{
+			PreAllocations: map[string]ipamv1.IPAddressStr{},
+		}}
+		for i := range n {
+			pool.Spec.PreAllocations[ClaimName(name(i), pool.Name)] = ipamv1.IPAddressStr(fmt.Sprintf("10.0.%d.%d", i/250, i%250))
+		}
+		return pool
+	}
+	short := func(i int) string { return fmt.Sprintf("host-%05d", i) }
+	long := func(i int) string { return fmt.Sprintf("rack-%03d-node-%02d", i/100, i%100) }
+	tests := []struct {
+		name string
+		pool *ipamv1.IPPool
+		full bool
+	}{
+		{name: "10,000 entries of short names", pool: poolOf(short, 10000)},
+		{name: "10,000 entries of long names", pool: poolOf(long, 10000), full: true},
+		{name: "8,000 entries of long names", pool: poolOf(long, 8000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			note, full := poolFull(tt.pool, "next-provisioning", "10.0.255.1")
+			assert.Equal(t, tt.full, full)
+			if full {
+				assert.Contains(t, note, `IPPool "provisioning" holds 10000 spec.preAllocations entries`)
+				assert.Contains(t, note, "shard the pool")
+				assert.LessOrEqual(t, len(note), 1024, "an event's note")
+			}
+		})
+	}
 }

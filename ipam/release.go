@@ -45,12 +45,13 @@ func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalH
 ) ([]Held, error) {
 	// Claims are named after their pool: the pools of the namespace find
 	// them, with the cache's index or without.
-	pools := &ipamv1.IPPoolList{}
-	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+	pools, err := listPools(ctx, c.Client, host.Namespace)
+	if err != nil {
 		return nil, fmt.Errorf("listing IPPools: %w", err)
 	}
 	var kept []Held
-	for _, pool := range pools.Items {
+	for i := range pools {
+		pool := &pools[i]
 		claim := &ipamv1.IPClaim{}
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: ClaimName(host.Name, pool.Name)}, claim)
 		if apierrors.IsNotFound(err) {

@@ -448,8 +448,8 @@ func (c *Claims) waitingForRetry(ctx context.Context, failed []*ipamv1.IPClaim) 
 // of that name have their turn to be made again (retryTurns): what an
 // address freed in the pool wakes.
 func (c *Claims) HostsToRetry(ctx context.Context, namespace, poolName string) ([]types.NamespacedName, error) {
-	pool := &ipamv1.IPPool{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: poolName}, pool); err != nil {
+	pool, err := readPool(ctx, c.Client, client.ObjectKey{Namespace: namespace, Name: poolName})
+	if err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	usage, err := c.usage(ctx, pool)

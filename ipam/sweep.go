@@ -27,6 +27,7 @@ import (
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,6 +51,10 @@ type Sweeper struct {
 	// the cache has needs no API read. It also reads again a claim or
 	// address that changed since the cache showed it (a fenced write lost).
 	APIReader client.Reader
+
+	// removals are the pool entries of deleted hosts SweepHost found, which
+	// Start removes a pool at a time.
+	removals poolEntryRemovals
 }
 
 // Sweep sweeps one namespace or, with "", all.
@@ -286,16 +291,16 @@ func (s *Sweeper) sweepPool(ctx context.Context, pool *ipamv1.IPPool) error {
 // removeEntriesOfGoneHosts removes those of keys, entries of ours, whose
 // host is gone. The pool is left as read: it may be the cache's.
 func (s *Sweeper) removeEntriesOfGoneHosts(ctx context.Context, pool *ipamv1.IPPool, keys []string) error {
-	var gone []string
+	hostOf := func(key string) string { return strings.TrimSuffix(key, "-"+pool.Name) }
+	hosts := make([]string, 0, len(keys))
 	for _, key := range keys {
-		hostGone, err := s.hostGone(ctx, pool.Namespace, strings.TrimSuffix(key, "-"+pool.Name))
-		if err != nil {
-			return err
-		}
-		if hostGone {
-			gone = append(gone, key)
-		}
+		hosts = append(hosts, hostOf(key))
 	}
+	goneHosts, err := s.hostsGone(ctx, pool.Namespace, hosts)
+	if err != nil {
+		return err
+	}
+	gone := slices.DeleteFunc(slices.Clone(keys), func(key string) bool { return !goneHosts.Has(hostOf(key)) })
 	if len(gone) == 0 {
 		return nil
 	}
@@ -312,6 +317,50 @@ func (s *Sweeper) removeEntriesOfGoneHosts(ctx context.Context, pool *ipamv1.IPP
 		return fmt.Errorf("removing entries of deleted hosts from IPPool %s/%s: %w", pool.Namespace, pool.Name, err)
 	}
 	return nil
+}
+
+// hostReadsPerList is how many hosts the cache lacks are confirmed gone
+// with a read each: past it, one list of the namespace's hosts' metadata
+// confirms them all (a fleet deleted at once would otherwise cost a read
+// per host, at the client's rate limit).
+const hostReadsPerList = 5
+
+// hostsGone are those of names no host of the namespace has, the cache's
+// no confirmed with the API.
+func (s *Sweeper) hostsGone(ctx context.Context, namespace string, names []string) (sets.Set[string], error) {
+	var uncached []string
+	for _, name := range names {
+		err := s.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bmov1alpha1.BareMetalHost{})
+		switch {
+		case apierrors.IsNotFound(err):
+			uncached = append(uncached, name)
+		case err != nil:
+			return nil, err
+		}
+	}
+	gone := sets.New[string]()
+	if len(uncached) <= hostReadsPerList {
+		for _, name := range uncached {
+			hostGone, err := s.hostGone(ctx, namespace, name)
+			if err != nil {
+				return nil, err
+			}
+			if hostGone {
+				gone.Insert(name)
+			}
+		}
+		return gone, nil
+	}
+	hosts := &metav1.PartialObjectMetadataList{}
+	hosts.SetGroupVersionKind(bmov1alpha1.GroupVersion.WithKind("BareMetalHostList"))
+	if err := s.APIReader.List(ctx, hosts, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the BareMetalHosts of namespace %s: %w", namespace, err)
+	}
+	gone.Insert(uncached...)
+	for i := range hosts.Items {
+		gone.Delete(hosts.Items[i].Name)
+	}
+	return gone, nil
 }
 
 func (s *Sweeper) hostGone(ctx context.Context, namespace, name string) (bool, error) {

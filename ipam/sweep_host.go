@@ -19,7 +19,6 @@ package ipam
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,9 +31,9 @@ import (
 
 // SweepHost releases what one host the cache saw deleted left behind that
 // the garbage collector cannot release: the IPAddresses IPAM left behind its
-// claims and our spec.preAllocations entries. Its claims are the garbage
-// collector's (owner references), and the full Sweep at start-up catches one
-// it missed. It runs on every event of the host's objects as they go, so it
+// claims, and our spec.preAllocations entries, queued for their pool's next
+// write (Start). Its claims are the garbage collector's (owner references),
+// and the full Sweep at start-up catches one it missed. It runs on every event of the host's objects as they go, so it
 // reads the manager's cache, through indexes, and the API only to confirm a
 // release: deleting a fleet costs each host the same, however large the
 // fleet. An address left behind is found once the garbage collector has
@@ -52,11 +51,10 @@ func (s *Sweeper) SweepHost(ctx context.Context, host types.NamespacedName) erro
 		if err := s.releaseAddressesOfClaim(ctx, host.Namespace, claimName); err != nil {
 			return err
 		}
-		if _, entry := pool.Spec.PreAllocations[claimName]; !entry || !slices.Contains(ownKeys(pool), claimName) {
-			continue
-		}
-		if err := s.removeEntriesOfGoneHosts(ctx, pool, []string{claimName}); err != nil {
-			return err
+		// Whether the entry is ours is read once per pool write (Start):
+		// the record of our entries grows with the pool.
+		if _, entry := pool.Spec.PreAllocations[claimName]; entry {
+			s.removals.add(client.ObjectKeyFromObject(pool), claimName)
 		}
 	}
 	return nil

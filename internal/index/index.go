@@ -28,6 +28,7 @@ import (
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -51,9 +52,9 @@ const (
 	// a Metal3DataClaim like its Metal3Machine, so this finds the data of a
 	// host's consumer.
 	Metal3DataClaimField = "spec.claim.name"
-	// ClaimHostField indexes IPClaims by the name of the BareMetalHost that
-	// owns them, so a host's claims are found without reading all of its
-	// namespace's claims.
+	// ClaimHostField indexes IPClaims and Cluster API IPAddressClaims by the
+	// name of the BareMetalHost that owns them, so a host's claims are found
+	// without reading all of its namespace's claims.
 	ClaimHostField = "metadata.ownerReferences.baremetalhost"
 	// UnownedAddressClaimField indexes IPAddresses by the name of the
 	// IPClaim they were allocated to (spec.claim.name), but only those no
@@ -99,6 +100,9 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	}
 	if err := indexer.IndexField(ctx, &ipamv1.IPClaim{}, ClaimHostField, claimHost); err != nil {
 		return fmt.Errorf("indexing IPClaims by host: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &capipamv1.IPAddressClaim{}, ClaimHostField, claimHost); err != nil {
+		return fmt.Errorf("indexing IPAddressClaims by host: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &capm3.Metal3MachineTemplate{}, DataTemplateField, machineTemplateDataTemplate); err != nil {
 		return fmt.Errorf("indexing Metal3MachineTemplates by data template: %w", err)

@@ -20,11 +20,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,6 +38,8 @@ import (
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/controllers"
+	"github.com/capm3-preprov/capm3-preprov/internal/expectations"
+	"github.com/capm3-preprov/capm3-preprov/internal/index"
 	"github.com/capm3-preprov/capm3-preprov/internal/scheme"
 	"github.com/capm3-preprov/capm3-preprov/ipam"
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
@@ -79,7 +83,7 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	for i := range next {
 		wg.Go(func() {
 			host := fixtures.Host(ns.Name, fmt.Sprintf("next-%02d", i), "", nil)
-			errs[i] = preallocations.Ensure(ctx, host, []ipam.PoolState{{
+			_, errs[i] = preallocations.Ensure(ctx, host, []ipam.PoolState{{
 				Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name),
 				Address: &networkdata.Address{IP: fmt.Sprintf("10.0.250.%d", i+1), Prefix: 16},
 			}})
@@ -132,21 +136,24 @@ func scaleEntries() map[string]ipamv1.IPAddressStr {
 	return entries
 }
 
-// hostAtScale names hosts as racks of 100 are named.
-func hostAtScale(i int) string { return fmt.Sprintf("rack-%03d-node-%02d", i/100, i%100) }
+// hostAtScale names hosts as racks of 100 are named, short enough for
+// 10,000 entries of them to fit a pool (ipam.PoolSizeBudget).
+func hostAtScale(i int) string { return fmt.Sprintf("r%03d-n%02d", i/100, i%100) }
 
 func ipAtScale(i int) ipamv1.IPAddressStr {
 	return ipamv1.IPAddressStr(fmt.Sprintf("10.0.%d.%d", 1+i/200, 10+i%200))
 }
 
 // cachedPoolPatchCounter is a client that reads from a cache of the
-// namespace made as the manager's (slim pools) and counts IPPool patches.
+// namespace made as the manager's (slim pools, our indexes) and counts
+// IPPool patches.
 func cachedPoolPatchCounter(ctx context.Context, t *testing.T, namespace string) (client.Client, *atomic.Int64) {
 	t.Helper()
 	options := controllers.CacheOptions(namespace, "")
 	options.Scheme = scheme.New()
 	informers, err := cache.New(testEnv.Config, options)
 	require.NoError(t, err)
+	require.NoError(t, index.Register(ctx, informers))
 	go func() { _ = informers.Start(ctx) }() // ends with the test's context
 	cached, err := client.New(testEnv.Config, client.Options{Scheme: options.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	require.NoError(t, err)
@@ -182,4 +189,126 @@ func ourRecordSize(pool *ipamv1.IPPool) int {
 		}
 	}
 	return size
+}
+
+// The entries of hosts deleted together go in a few writes of their pool,
+// not one write per host: the fleet's sweeps queue them, and the pool is
+// written once per window. An entry someone else wrote stays.
+func TestSweepsOfDeletedHostsShareTheirPoolWrites(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "entry-removals-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.255.250", "10.0.0.1")
+	pool.Spec.Prefix = 16
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}
+	require.NoError(t, k8sClient.Create(ctx, pool))
+	const deleted = 100
+	entries := map[string]ipamv1.IPAddressStr{}
+	for i := range deleted {
+		entries[ipam.ClaimName(hostAtScale(i), pool.Name)] = ipAtScale(i)
+	}
+	recordAsOurs(t, pool, entries)
+
+	c, patches := cachedPoolPatchCounter(ctx, t, ns.Name)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		cached := &ipamv1.IPPool{}
+		assert.NoError(collect, c.Get(ctx, client.ObjectKeyFromObject(pool), cached))
+		assert.Len(collect, cached.Spec.PreAllocations, deleted+1)
+	}, 30*time.Second, 100*time.Millisecond)
+	apiReader := &readCounter{Reader: k8sClient, reads: map[string]int{}}
+	sweeper := &ipam.Sweeper{Client: c, APIReader: apiReader}
+	go func() { _ = sweeper.Start(ctx) }() // ends with the test's context
+
+	// As the manager's ten workers sweep the hosts the cache saw deleted.
+	hosts := make(chan int, deleted)
+	for i := range deleted {
+		hosts <- i
+	}
+	close(hosts)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for i := range hosts {
+				assert.NoError(t, sweeper.SweepHost(ctx, types.NamespacedName{Namespace: ns.Name, Name: hostAtScale(i)}))
+			}
+		})
+	}
+	wg.Wait()
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		assert.NoError(collect, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+		assert.Equal(collect, map[string]ipamv1.IPAddressStr{"users-own-provisioning": "10.0.255.1"}, pool.Spec.PreAllocations)
+	}, 30*time.Second, 100*time.Millisecond)
+	t.Logf("%d pool writes and %d host reads for %d deleted hosts", patches.Load(), len(apiReader.reads), deleted)
+	assert.LessOrEqual(t, patches.Load(), int64(deleted/10), "pool writes for %d hosts deleted together", deleted)
+	// A host the cache lacks is confirmed gone with the API: one list of
+	// the namespace's hosts for a batch, not a read each.
+	assert.LessOrEqual(t, len(apiReader.reads), deleted/10, "hosts read from the API to confirm them gone")
+}
+
+// A set-up host's reconcile reads its namespace's pools from the cache
+// without copying one: with --pool-preallocations a pool holds an entry per
+// host, and a copy per read made each host's reconcile cost its pools'
+// size several times over.
+func TestAHostsReconcileCopiesNoPool(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pool-copies-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.255.250", "10.0.0.1")
+	other := fixtures.Pool(ns.Name, "storage", "10.1.0.10", "10.1.255.250", "10.1.0.1")
+	for _, p := range []*ipamv1.IPPool{pool, other} {
+		require.NoError(t, k8sClient.Create(ctx, p))
+	}
+	host := fixtures.Host(ns.Name, "node-0", "52:54:00:aa:bb:01", nil)
+	require.NoError(t, k8sClient.Create(ctx, host))
+	recordAsOurs(t, other, map[string]ipamv1.IPAddressStr{ipam.ClaimName(host.Name, other.Name): "10.1.0.10"})
+
+	cached, _ := cachedPoolPatchCounter(ctx, t, ns.Name)
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		cachedPool := &ipamv1.IPPool{}
+		assert.NoError(collect, cached.Get(ctx, client.ObjectKeyFromObject(other), cachedPool))
+		assert.Len(collect, cachedPool.Spec.PreAllocations, 1)
+		assert.NoError(collect, cached.Get(ctx, client.ObjectKeyFromObject(host), &bmov1alpha1.BareMetalHost{}))
+	}, 30*time.Second, 100*time.Millisecond)
+	c := &poolCopyCounter{Client: cached}
+	claims := &ipam.Claims{Client: c, APIReader: k8sClient, Indexed: true}
+	preallocations := &ipam.Preallocations{Client: c}
+
+	_, err := claims.Ensure(ctx, host, []string{pool.Name}, &expectations.Writes{})
+	require.NoError(t, err)
+	full, err := preallocations.Ensure(ctx, host, []ipam.PoolState{{
+		Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name), Address: &networkdata.Address{IP: "10.0.0.10", Prefix: 16},
+	}})
+	require.NoError(t, err)
+	assert.Empty(t, full)
+	_, err = claims.ReleaseUnused(ctx, host, []string{pool.Name}, ipam.AddressUsers{})
+	require.NoError(t, err)
+	require.NoError(t, preallocations.RemoveUnused(ctx, host, []string{pool.Name}, nil))
+	_, err = claims.HostsToRetry(ctx, ns.Name, pool.Name)
+	require.NoError(t, err)
+	assert.Zero(t, c.copies.Load(), "pool reads that copied a pool out of the cache")
+
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(other), other))
+	assert.Empty(t, other.Spec.PreAllocations, "the entry on the pool the host no longer uses is removed")
+}
+
+// poolCopyCounter counts the IPPool reads that copy pools out of the cache.
+type poolCopyCounter struct {
+	client.Client
+	copies atomic.Int64
+}
+
+func (c *poolCopyCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*ipamv1.IPPool); ok {
+		c.copies.Add(1)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *poolCopyCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*ipamv1.IPPoolList); ok && !slices.Contains(opts, client.ListOption(client.UnsafeDisableDeepCopy)) {
+		c.copies.Add(1)
+	}
+	return c.Client.List(ctx, list, opts...)
 }

@@ -41,7 +41,7 @@ func (b *bench) controllerPhase(ctx context.Context) (err error) {
 
 	progressf("run %d: starting %s", b.result.run, b.cfg.manager)
 	managerStart := time.Now()
-	manager, err := startManager("manager", b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits, b.cfg.env)
+	manager, err := b.startManager("manager")
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,43 @@ func (b *bench) deleteFleet(ctx context.Context, namespace string, pids map[stri
 		return time.Time{}, time.Time{}, nil, err
 	}
 	gone, err := watched.wait(ctx, b.result.run, alive)
+	if err == nil && b.cfg.poolPreallocations && namespace == controllerNamespace {
+		gone, err = b.waitForNoPreallocations(ctx, namespace, gone, alive)
+	}
 	return start, gone, cpu.used(), err
+}
+
+// waitForNoPreallocations returns when the namespace's pools hold no
+// spec.preAllocations entry any more (the manager removes those of
+// deleted hosts), with when that was seen (within 200 ms), or gone if it
+// was so at once.
+func (b *bench) waitForNoPreallocations(ctx context.Context, namespace string, gone time.Time, alive func() error) (time.Time, error) {
+	for said := time.Now(); ; {
+		pools := &ipamv1.IPPoolList{}
+		if err := b.cp.Client.List(ctx, pools, client.InNamespace(namespace)); err != nil {
+			return time.Time{}, err
+		}
+		entries := 0
+		for i := range pools.Items {
+			entries += len(pools.Items[i].Spec.PreAllocations)
+		}
+		if entries == 0 {
+			return gone, nil
+		}
+		if err := alive(); err != nil {
+			return time.Time{}, err
+		}
+		if time.Since(said) >= 10*time.Second {
+			progressf("run %d: delete: %d spec.preAllocations entries left", b.result.run, entries)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("delete: %d spec.preAllocations entries left when the run was stopped: %w", entries, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		gone = time.Now()
+	}
 }
 
 // deleteHosts deletes hosts 0 to n-1 of namespace, creators at a time.

@@ -63,6 +63,9 @@ type fleet struct {
 	// sharded splits the fleet between shardNames: every host, pool and
 	// template carries the cluster.x-k8s.io/watch-filter label of its shard.
 	sharded bool
+	// clusterAPI takes the addresses from InClusterIPPools of the same
+	// names and ranges instead of Metal3 IPPools.
+	clusterAPI bool
 }
 
 func hostName(i int) string { return fmt.Sprintf("host-%05d", i) }
@@ -170,8 +173,8 @@ func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 		shardPools := poolsOf(shard)
 		// Each shard's pools have address ranges of their own: 10.10 and 10.20, 10.11 and 10.21.
 		shardObjects := []client.Object{
-			pool(f.namespace, shardPools[0], fmt.Sprintf("10.%d", 10+s)),
-			pool(f.namespace, shardPools[1], fmt.Sprintf("10.%d", 20+s)),
+			f.pool(shardPools[0], fmt.Sprintf("10.%d", 10+s)),
+			f.pool(shardPools[1], fmt.Sprintf("10.%d", 20+s)),
 		}
 		for r := range racks {
 			name := templateName(shard, r)
@@ -181,12 +184,12 @@ func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 			}
 			bySite := []capm3.HostSelectorRequirement{{Key: "site", Operator: "in", Values: []string{"fra1", "fra2"}}}
 			if f.preprovisioning {
-				template := fixtures.PreprovisioningTemplate(f.namespace, name, selector, networkData(shard, r))
+				template := fixtures.PreprovisioningTemplate(f.namespace, name, selector, f.networkData(shard, r))
 				template.Spec.HostSelector.MatchExpressions = bySite
 				shardObjects = append(shardObjects, template)
 				continue
 			}
-			dataTemplate := fixtures.DataTemplate(f.namespace, name, networkData(shard, r))
+			dataTemplate := fixtures.DataTemplate(f.namespace, name, f.networkData(shard, r))
 			machineTemplate := fixtures.MachineTemplate(f.namespace, name, dataTemplate.Name, selector)
 			machineTemplate.Spec.Template.Spec.HostSelector.MatchExpressions = bySite
 			shardObjects = append(shardObjects, dataTemplate, machineTemplate)
@@ -205,10 +208,41 @@ func (f fleet) createTemplates(ctx context.Context, c client.Client) error {
 }
 
 // pool is a /16 with room for every host: "10.10" gives 10.10.0.10-10.10.255.250.
-func pool(namespace, name, prefix16 string) *ipamv1.IPPool {
-	p := fixtures.Pool(namespace, name, prefix16+".0.10", prefix16+".255.250", prefix16+".0.1")
+func (f fleet) pool(name, prefix16 string) client.Object {
+	if f.clusterAPI {
+		return fixtures.InClusterIPPool(f.namespace, name, prefix16+".0.10-"+prefix16+".255.250", 16, prefix16+".0.1")
+	}
+	p := fixtures.Pool(f.namespace, name, prefix16+".0.10", prefix16+".255.250", prefix16+".0.1")
 	p.Spec.Prefix = 16
 	return p
+}
+
+// networkData is the rack's network in a shard, from the fleet's kind of pools.
+func (f fleet) networkData(shard string, rack int) *capm3.NetworkData {
+	nd := networkData(shard, rack)
+	if f.clusterAPI {
+		toClusterAPIPools(nd)
+	}
+	return nd
+}
+
+// toClusterAPIPools takes the network data's addresses and gateways from
+// the InClusterIPPools of the same names, and its DNS server from the
+// template: a Cluster API pool has none.
+func toClusterAPIPools(nd *capm3.NetworkData) {
+	for i := range nd.Networks.IPv4 {
+		network := &nd.Networks.IPv4[i]
+		network.FromPoolRef, network.IPAddressFromIPPool = fixtures.ClusterAPIPoolRef(network.IPAddressFromIPPool), ""
+		for j := range network.Routes {
+			route := &network.Routes[j]
+			if route.Gateway.FromIPPool != "" {
+				route.Gateway.FromPoolRef, route.Gateway.FromIPPool = fixtures.ClusterAPIPoolRef(route.Gateway.FromIPPool), ""
+			}
+			if route.Services != nil && route.Services.DNSFromIPPool != "" {
+				route.Services.DNSFromIPPool, route.Services.DNS = "", []ipamv1.IPAddressv4Str{"10.10.0.2"}
+			}
+		}
+	}
 }
 
 // bootMACAnnotation carries the boot NIC's MAC on each host, for the VLAN
@@ -237,7 +271,7 @@ func networkData(shard string, rack int) *capm3.NetworkData {
 }
 
 // networkDataOf is the network data of the template that selects host i.
-func (f fleet) networkDataOf(i int) *capm3.NetworkData { return networkData(f.shardOf(i), i%racks) }
+func (f fleet) networkDataOf(i int) *capm3.NetworkData { return f.networkData(f.shardOf(i), i%racks) }
 
 // templateOf names the Metal3MachineTemplate that selects host i.
 func (f fleet) templateOf(i int) string { return templateName(f.shardOf(i), i%racks) }

@@ -69,6 +69,31 @@ type config struct {
 	quiet        time.Duration
 	timeout      time.Duration
 	limits       clientLimits
+	// poolPreallocations runs the manager with --pool-preallocations.
+	poolPreallocations bool
+	// clusterAPIPools takes every host's addresses from InClusterIPPools
+	// (the in-cluster provider's stand-in) instead of Metal3 IPPools.
+	clusterAPIPools bool
+}
+
+// variant names the options of a run besides its scenario, "" for none.
+func (cfg config) variant() string {
+	var words []string
+	if cfg.poolPreallocations {
+		words = append(words, "pool-preallocations")
+	}
+	if cfg.clusterAPIPools {
+		words = append(words, "cluster-api-pools")
+	}
+	return strings.Join(words, " ")
+}
+
+// managerArgs are the manager's flags the run's options ask for.
+func (cfg config) managerArgs() []string {
+	if cfg.poolPreallocations {
+		return []string{"--pool-preallocations"}
+	}
+	return nil
 }
 
 // clientLimits are the manager's client rate limits and workers; the floor
@@ -105,6 +130,10 @@ func main() {
 	flag.Float64Var(&cfg.limits.qps, "qps", 20, "The manager's --kube-api-qps, and the floor's.")
 	flag.IntVar(&cfg.limits.burst, "burst", 30, "The manager's --kube-api-burst, and the floor's.")
 	flag.IntVar(&cfg.limits.concurrency, "concurrency", 10, "The manager's --host-concurrency, and the floor's workers.")
+	flag.BoolVar(&cfg.poolPreallocations, "pool-preallocations", false,
+		"Run the manager with --pool-preallocations; the delete scenario then also waits until the pools hold none of the fleet's entries.")
+	flag.BoolVar(&cfg.clusterAPIPools, "cluster-api-pools", false,
+		"Take the addresses from two InClusterIPPools served by the in-cluster provider's stand-in instead of Metal3 IPPools (plain scenario, no floor).")
 	flag.Parse()
 	env, err := deploymentEnv(*deployment)
 	if err != nil {
@@ -141,6 +170,8 @@ func validate(cfg config) error {
 		return fmt.Errorf("-scenario %s needs more than %d hosts, the size of its pool", scenarioHerd, herdPoolSize)
 	case cfg.scenario == scenarioShard && cfg.hosts < len(shardNames):
 		return fmt.Errorf("-scenario %s needs at least %d hosts, one per shard", scenarioShard, len(shardNames))
+	case cfg.clusterAPIPools && (cfg.scenario != scenarioPlain || cfg.poolPreallocations):
+		return errors.New("-cluster-api-pools runs the plain scenario only, without -pool-preallocations (Cluster API pools have no spec.preAllocations)")
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
 		return errors.New("-qps, -burst and -concurrency must be positive")
 	}

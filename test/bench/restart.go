@@ -146,7 +146,8 @@ func (b *bench) leaderElection() []string {
 }
 
 func (b *bench) startManager(name string, extraArgs ...string) (*managerProcess, error) {
-	return startManager(name, b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits, b.cfg.env, extraArgs...)
+	return startManager(name, b.cfg.manager, b.dir, b.cp.managerKubeConfig, b.cfg.limits, b.cfg.env,
+		append(b.cfg.managerArgs(), extraArgs...)...)
 }
 
 // startSampledManager starts a manager and samples its memory each second

@@ -76,6 +76,13 @@ func (b *bench) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, standIn.Stop()) }()
+	if b.cfg.clusterAPIPools {
+		clusterAPIStandIn, startErr := framework.StartCAPIIPAMStandIn(b.cp.Config)
+		if startErr != nil {
+			return startErr
+		}
+		defer func() { err = errors.Join(err, clusterAPIStandIn.Stop()) }()
+	}
 
 	// The restart, handoff and herd scenarios have no floor: they measure a
 	// manager on a fleet that is set up already. The delete scenario's
@@ -91,6 +98,12 @@ func (b *bench) run(ctx context.Context) (err error) {
 		err = b.herdPhase(ctx)
 	case scenarioShard:
 		if err = b.shardPhase(ctx); err == nil {
+			err = b.floorPhase(ctx)
+		}
+	case scenarioPlain:
+		// The floor creates Metal3 IPClaims only: a fleet on Cluster API
+		// pools is compared with the plain scenario's floor.
+		if err = b.controllerPhase(ctx); err == nil && !b.cfg.clusterAPIPools {
 			err = b.floorPhase(ctx)
 		}
 	default:
@@ -179,7 +192,7 @@ func (b *bench) registerFleet(ctx context.Context, namespace, purpose string, ph
 	f := fleet{
 		namespace: namespace, hosts: b.cfg.hosts,
 		hardware: b.cfg.scenario == scenarioHardware, preprovisioning: b.cfg.scenario == scenarioRestart,
-		sharded: b.cfg.scenario == scenarioShard,
+		sharded: b.cfg.scenario == scenarioShard, clusterAPI: b.cfg.clusterAPIPools,
 	}
 	if err := f.createTemplates(ctx, b.cp.Client); err != nil {
 		return registeredFleet{}, err
