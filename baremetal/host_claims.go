@@ -81,7 +81,9 @@ func addressUsers(host *bmov1alpha1.BareMetalHost, secret *corev1.Secret) ipam.A
 // A host we pointed at a Secret keeps its claims: its Secret may name them.
 func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.BareMetalHost) error {
 	if !ownership.PausedForUs(host) || host.Spec.PreprovisioningNetworkDataName != "" {
-		return nil
+		// Its claims stay, but not the failed ones: they hold no address,
+		// and each would hold a retry turn its host never takes.
+		return m.Claims.ReleaseFailed(ctx, host, nil)
 	}
 	_, err := m.releaseUnused(ctx, host, nil, nil, addressUsers(host, nil))
 	return err

@@ -95,7 +95,7 @@ func (m *HostManager) reconcile(ctx context.Context, host *bmov1alpha1.BareMetal
 	case decision.Phase == PhaseIgnored:
 		return Outcome{Phase: PhaseIgnored, Ignored: decision.Ignored}, nil
 	case decision.Phase == PhaseOrphaned:
-		return m.orphaned(ctx, decision.SetUpFrom), nil
+		return m.orphaned(ctx, decision.SetUpFrom), m.Claims.ReleaseFailed(ctx, host, nil)
 	case decision.Phase == PhaseNoTemplate:
 		log.V(1).Info("No template selects this host; it stays paused until one does")
 		return Outcome{Phase: PhaseNoTemplate, Message: "no template selects this host"}, m.releaseBeforeSetUp(ctx, host)
@@ -137,7 +137,8 @@ func addressesByPool(claims []ipam.PoolState) map[string]networkdata.Address {
 }
 
 // orphaned reports a host we set up that no template selects any more. It
-// keeps its Secret, claims and provisioning state: we never undo a host.
+// keeps its Secret, claims and provisioning state: we never undo a host. Its
+// failed claims go (Reconcile): they hold no address.
 func (m *HostManager) orphaned(ctx context.Context, ref template.Ref) Outcome {
 	message := fmt.Sprintf("no template selects this host any more (it was set up by %s); "+
 		"it keeps its network data Secret and IP claims", ref)
