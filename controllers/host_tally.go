@@ -200,7 +200,10 @@ func (h *hostTally) hostChanged(ctx context.Context, obj any) {
 		ctrl.LoggerFrom(ctx).Error(err, "Counting a BareMetalHost", "BareMetalHost", client.ObjectKeyFromObject(host))
 		return
 	}
-	h.enqueue(ctx, h.tally.Set(client.ObjectKeyFromObject(host), outcome))
+	changed := h.tally.Set(client.ObjectKeyFromObject(host), outcome)
+	if !ownership.PausedOrMoving(host) {
+		h.enqueue(ctx, changed)
+	}
 }
 
 func (h *hostTally) hostDeleted(ctx context.Context, obj any) {
@@ -211,7 +214,12 @@ func (h *hostTally) hostDeleted(ctx context.Context, obj any) {
 	}
 	h.counting.Lock()
 	defer h.counting.Unlock()
-	h.enqueue(ctx, h.tally.Remove(client.ObjectKeyFromObject(host)))
+	changed := h.tally.Remove(client.ObjectKeyFromObject(host))
+	// A host clusterctl moves (or Cluster API pauses) wakes no template: the
+	// template moves with it, and its status is written on the target.
+	if !ownership.PausedOrMoving(host) {
+		h.enqueue(ctx, changed)
+	}
 }
 
 // recount sets again where the counted hosts of an object's namespace stand.
@@ -226,7 +234,9 @@ func (h *hostTally) recount(ctx context.Context, obj any) {
 	if err := h.standings.EachOfNamespace(ctx, input.GetNamespace(), func(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome) {
 		// A host not counted yet is counted by its own event.
 		if key := client.ObjectKeyFromObject(host); h.tally.Has(key) {
-			h.enqueue(ctx, h.tally.Set(key, outcome))
+			if changed := h.tally.Set(key, outcome); !ownership.PausedOrMoving(host) {
+				h.enqueue(ctx, changed)
+			}
 		}
 	}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recounting the hosts of a namespace", "namespace", input.GetNamespace())
