@@ -25,6 +25,8 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
 	"github.com/capm3-preprov/capm3-preprov/internal/ownership"
@@ -63,10 +65,25 @@ func (m *HostManager) releaseUnused(ctx context.Context, host *bmov1alpha1.BareM
 }
 
 // addressUsers are what may still use the host's addresses besides its
-// claims: the network data its Secret holds, and its machine.
-func addressUsers(host *bmov1alpha1.BareMetalHost, secret *corev1.Secret) ipam.AddressUsers {
+// claims: the network data its Secret holds, and its machine. A machine the
+// cached host shows without a use is asked about again from the API before
+// a claim goes: the cache may not show yet a deprovisioning that booted the
+// ramdisk with the old data.
+func (m *HostManager) addressUsers(ctx context.Context, host *bmov1alpha1.BareMetalHost, secret *corev1.Secret) ipam.AddressUsers {
 	users := ipam.AddressUsers{Machine: func(since time.Time) (bool, string) {
 		use := MachineUseSince(host, since)
+		if use.InUse {
+			return true, use.Until
+		}
+		fresh := &bmov1alpha1.BareMetalHost{}
+		if err := m.apiReader().Get(ctx, client.ObjectKeyFromObject(host), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, ""
+			}
+			return true, fmt.Sprintf("the host could not be read to tell whether its machine still uses this address (%v): "+
+				"it is looked at again on the host's next reconcile", err)
+		}
+		use = MachineUseSince(fresh, since)
 		return use.InUse, use.Until
 	}}
 	if secret != nil {
@@ -85,7 +102,7 @@ func (m *HostManager) releaseBeforeSetUp(ctx context.Context, host *bmov1alpha1.
 		// and each would hold a retry turn its host never takes.
 		return m.Claims.ReleaseFailed(ctx, host, nil)
 	}
-	_, err := m.releaseUnused(ctx, host, nil, nil, addressUsers(host, nil))
+	_, err := m.releaseUnused(ctx, host, nil, nil, m.addressUsers(ctx, host, nil))
 	return err
 }
 

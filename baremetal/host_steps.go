@@ -146,7 +146,7 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 	if err != nil {
 		return failed(err)
 	}
-	clusterAPIStates, err := m.Claims.EnsureClusterAPI(ctx, s.host, s.clusterAPIPools, addressUsers(s.host, s.secret), &m.writes)
+	clusterAPIStates, err := m.Claims.EnsureClusterAPI(ctx, s.host, s.clusterAPIPools, m.addressUsers(ctx, s.host, s.secret), &m.writes)
 	if err != nil {
 		return failed(err)
 	}
@@ -257,7 +257,7 @@ func (m *HostManager) pointHostAtSecret(ctx context.Context, s *hostSetUp) (bool
 // releaseUnusedClaims releases the claims the Secret no longer uses, and
 // keeps those the host's machine may still run with.
 func (m *HostManager) releaseUnusedClaims(ctx context.Context, s *hostSetUp) (bool, Outcome, error) {
-	users := addressUsers(s.host, s.secret)
+	users := m.addressUsers(ctx, s.host, s.secret)
 	users.NetworkData = s.rendered
 	held, err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, users)
 	if err != nil {
@@ -284,7 +284,7 @@ func (m *HostManager) releaseBeforeClaiming(ctx context.Context, s *hostSetUp) (
 	if everPointedAtOurSecret(s.host) {
 		return goOn()
 	}
-	if _, err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, addressUsers(s.host, s.secret)); err != nil {
+	if _, err := m.releaseUnused(ctx, s.host, s.pools, s.clusterAPIPools, m.addressUsers(ctx, s.host, s.secret)); err != nil {
 		return failed(err)
 	}
 	return goOn()
