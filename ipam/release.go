@@ -105,6 +105,11 @@ func (c *Claims) ReleaseFailed(ctx context.Context, host *bmov1alpha1.BareMetalH
 func (c *Claims) releaseUnusedClaim(ctx context.Context, host *bmov1alpha1.BareMetalHost, claim *ipamv1.IPClaim, keep []string,
 	users AddressUsers,
 ) (*Held, error) {
+	if slices.Contains(keep, claim.Spec.Pool.Name) && ownership.OwnedByHost(claim, host) {
+		// Named again, though CAPM3 may hold it now: a later release counts
+		// from a later time.
+		return nil, c.clearUnusedSince(ctx, claim)
+	}
 	if !ownedForRelease(claim, host) {
 		return nil, nil
 	}
