@@ -297,18 +297,27 @@ func (p *Preallocations) RemoveUnused(ctx context.Context, host *bmov1alpha1.Bar
 		if !present || slices.Contains(keep, cached.Name) || networkDataNamesAddress(networkData, string(ip)) {
 			continue
 		}
-		keys := ownKeys(cached)
-		if !slices.Contains(keys, claimName) {
-			continue
-		}
-		original, pool := cached, cached.DeepCopy()
-		delete(pool.Spec.PreAllocations, claimName)
-		if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
+		if err := p.removeOwnEntry(ctx, cached, claimName); err != nil {
 			return err
 		}
-		if err := p.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("removing %s from IPPool %s/%s spec.preAllocations: %w", claimName, pool.Namespace, pool.Name, err)
-		}
+	}
+	return nil
+}
+
+// removeOwnEntry removes the pool's entry for claimName if we wrote it,
+// with an optimistic lock. cached is the cache's pool and is not changed.
+func (p *Preallocations) removeOwnEntry(ctx context.Context, cached *ipamv1.IPPool, claimName string) error {
+	keys := ownKeys(cached)
+	if !slices.Contains(keys, claimName) {
+		return nil
+	}
+	original, pool := cached, cached.DeepCopy()
+	delete(pool.Spec.PreAllocations, claimName)
+	if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
+		return err
+	}
+	if err := p.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing %s from IPPool %s/%s spec.preAllocations: %w", claimName, pool.Namespace, pool.Name, err)
 	}
 	return nil
 }

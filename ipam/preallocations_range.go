@@ -36,8 +36,7 @@ import (
 // removed it. Without the entry the claim, made again, gets a free address.
 func (p *Preallocations) RemoveOutOfRange(ctx context.Context, host *bmov1alpha1.BareMetalHost, pools []string) error {
 	for _, poolName := range pools {
-		pool := &ipamv1.IPPool{}
-		err := p.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: poolName}, pool)
+		pool, err := readPool(ctx, p.Client, client.ObjectKey{Namespace: host.Namespace, Name: poolName})
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -45,61 +44,45 @@ func (p *Preallocations) RemoveOutOfRange(ctx context.Context, host *bmov1alpha1
 			return fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, poolName, err)
 		}
 		claimName := ClaimName(host.Name, poolName)
-		ip, present := pool.Spec.PreAllocations[claimName]
-		if !present || inRanges(pool, ip) {
-			continue
-		}
-		keys := ownKeys(pool)
-		if !slices.Contains(keys, claimName) {
-			continue
-		}
-		original := pool.DeepCopy()
-		delete(pool.Spec.PreAllocations, claimName)
-		if err := setOwnKeys(pool, slices.DeleteFunc(keys, func(key string) bool { return key == claimName })); err != nil {
-			return err
-		}
-		if err := p.Client.Patch(ctx, pool, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("removing %s (%s, outside the pool's ranges) from IPPool %s/%s spec.preAllocations: %w",
-				claimName, ip, pool.Namespace, pool.Name, err)
+		if ip, present := pool.Spec.PreAllocations[claimName]; present && !inRanges(pool, ip) {
+			if err := p.removeOwnEntry(ctx, pool, claimName); err != nil {
+				return fmt.Errorf("%s (%s) is outside the pool's ranges: %w", claimName, ip, err)
+			}
 		}
 	}
 	return nil
 }
 
-// inRanges tells whether one of the pool's ranges holds the address: from
-// start to end, within the subnet, as far as each is given.
+// inRanges tells whether one of the pool's ranges holds the address.
 func inRanges(pool *ipamv1.IPPool, ip ipamv1.IPAddressStr) bool {
 	addr, err := netip.ParseAddr(string(ip))
 	if err != nil {
 		return false
 	}
-	for _, entry := range pool.Spec.Pools {
-		if entry.Start == nil && entry.End == nil && entry.Subnet == nil {
-			continue
-		}
-		if within(addr, entry) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pool.Spec.Pools, func(entry ipamv1.Pool) bool { return PoolEntryHolds(entry, addr) })
 }
 
-func within(addr netip.Addr, entry ipamv1.Pool) bool {
+// PoolEntryHolds reports whether ip is within an IPPool entry's start, end
+// and subnet, as far as each is given; an entry with none holds nothing.
+func PoolEntryHolds(entry ipamv1.Pool, ip netip.Addr) bool {
+	if entry.Start == nil && entry.End == nil && entry.Subnet == nil {
+		return false
+	}
 	if entry.Start != nil {
 		start, err := netip.ParseAddr(string(*entry.Start))
-		if err != nil || addr.Compare(start) < 0 {
+		if err != nil || ip.Compare(start) < 0 {
 			return false
 		}
 	}
 	if entry.End != nil {
 		end, err := netip.ParseAddr(string(*entry.End))
-		if err != nil || addr.Compare(end) > 0 {
+		if err != nil || ip.Compare(end) > 0 {
 			return false
 		}
 	}
 	if entry.Subnet != nil {
 		subnet, err := netip.ParsePrefix(string(*entry.Subnet))
-		if err != nil || !subnet.Contains(addr) {
+		if err != nil || !subnet.Contains(ip) {
 			return false
 		}
 	}

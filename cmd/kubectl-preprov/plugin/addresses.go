@@ -187,7 +187,7 @@ func poolAddress(ctx context.Context, reader client.Reader, namespace, poolName 
 		return nil, err
 	}
 	for _, entry := range pool.Spec.Pools {
-		if !entryHolds(entry, ip) {
+		if !ipam.PoolEntryHolds(entry, ip) {
 			continue
 		}
 		prefix, gateway, dnsServers := pool.Spec.Prefix, pool.Spec.Gateway, pool.Spec.DNSServers
@@ -210,30 +210,4 @@ func poolAddress(ctx context.Context, reader client.Reader, namespace, poolName 
 		return address, nil
 	}
 	return nil, fmt.Errorf("--address %s=%s: the address is in none of IPPool %q's spec.pools", poolName, ip, poolName)
-}
-
-// entryHolds reports whether ip is within a pool entry's start, end and subnet.
-func entryHolds(entry ipamv1.Pool, ip netip.Addr) bool {
-	if entry.Start == nil && entry.End == nil && entry.Subnet == nil {
-		return false
-	}
-	if entry.Start != nil {
-		start, err := netip.ParseAddr(string(*entry.Start))
-		if err != nil || ip.Compare(start) < 0 {
-			return false
-		}
-	}
-	if entry.End != nil {
-		end, err := netip.ParseAddr(string(*entry.End))
-		if err != nil || ip.Compare(end) > 0 {
-			return false
-		}
-	}
-	if entry.Subnet != nil {
-		subnet, err := netip.ParsePrefix(string(*entry.Subnet))
-		if err != nil || !subnet.Contains(ip) {
-			return false
-		}
-	}
-	return true
 }
