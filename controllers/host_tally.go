@@ -200,10 +200,7 @@ func (h *hostTally) hostChanged(ctx context.Context, obj any) {
 		ctrl.LoggerFrom(ctx).Error(err, "Counting a BareMetalHost", "BareMetalHost", client.ObjectKeyFromObject(host))
 		return
 	}
-	changed := h.tally.Set(client.ObjectKeyFromObject(host), outcome)
-	if !ownership.PausedOrMoving(host) {
-		h.enqueue(ctx, changed)
-	}
+	h.enqueue(ctx, host, h.tally.Set(client.ObjectKeyFromObject(host), outcome))
 }
 
 func (h *hostTally) hostDeleted(ctx context.Context, obj any) {
@@ -214,12 +211,7 @@ func (h *hostTally) hostDeleted(ctx context.Context, obj any) {
 	}
 	h.counting.Lock()
 	defer h.counting.Unlock()
-	changed := h.tally.Remove(client.ObjectKeyFromObject(host))
-	// A host clusterctl moves (or Cluster API pauses) wakes no template: the
-	// template moves with it, and its status is written on the target.
-	if !ownership.PausedOrMoving(host) {
-		h.enqueue(ctx, changed)
-	}
+	h.enqueue(ctx, host, h.tally.Remove(client.ObjectKeyFromObject(host)))
 }
 
 // recount sets again where the counted hosts of an object's namespace stand.
@@ -234,19 +226,22 @@ func (h *hostTally) recount(ctx context.Context, obj any) {
 	if err := h.standings.EachOfNamespace(ctx, input.GetNamespace(), func(host *bmov1alpha1.BareMetalHost, outcome baremetal.Outcome) {
 		// A host not counted yet is counted by its own event.
 		if key := client.ObjectKeyFromObject(host); h.tally.Has(key) {
-			if changed := h.tally.Set(key, outcome); !ownership.PausedOrMoving(host) {
-				h.enqueue(ctx, changed)
-			}
+			h.enqueue(ctx, host, h.tally.Set(key, outcome))
 		}
 	}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recounting the hosts of a namespace", "namespace", input.GetNamespace())
 	}
 }
 
-// enqueue adds the Metal3PreprovisioningTemplates among changed to the
-// template status controller's queue, once it runs, unless Cluster API
-// pauses them.
-func (h *hostTally) enqueue(ctx context.Context, changed []baremetal.TemplateKey) {
+// enqueue adds the Metal3PreprovisioningTemplates among changed, whose
+// counts host moved, to the template status controller's queue, once it
+// runs, unless Cluster API pauses them. A host clusterctl moves (or Cluster
+// API pauses) wakes no template: the template moves with it, and its status
+// is written on the target.
+func (h *hostTally) enqueue(ctx context.Context, host client.Object, changed []baremetal.TemplateKey) {
+	if ownership.PausedOrMoving(host) {
+		return
+	}
 	h.mu.Lock()
 	queue := h.templateStatus
 	h.mu.Unlock()

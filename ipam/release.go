@@ -77,11 +77,12 @@ func (c *Claims) ReleaseUnused(ctx context.Context, host *bmov1alpha1.BareMetalH
 // its host never takes, holding the pool's next free address back from
 // the hosts behind it, for as long as the host waits on its new pools.
 func (c *Claims) ReleaseFailed(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string) error {
-	pools := &ipamv1.IPPoolList{}
-	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace)); err != nil {
+	pools, err := listPools(ctx, c.Client, host.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing IPPools: %w", err)
 	}
-	for _, pool := range pools.Items {
+	for i := range pools {
+		pool := &pools[i]
 		if slices.Contains(keep, pool.Name) {
 			continue
 		}
@@ -91,7 +92,7 @@ func (c *Claims) ReleaseFailed(ctx context.Context, host *bmov1alpha1.BareMetalH
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool.Name), err)
-		case ownedForRelease(claim, host) && claim.Status.Address == nil && claim.Status.ErrorMessage != nil:
+		case ownedForRelease(claim, host) && ipamGaveUp(claim):
 			if err := deleteFailed(ctx, c.Client, claim); err != nil {
 				return err
 			}
@@ -172,8 +173,8 @@ func (c *Claims) unused(ctx context.Context, host *bmov1alpha1.BareMetalHost, cl
 // claim of its name is gone (the sweep's releaseAddress rules) and the
 // host's network data does not name it.
 func (c *Claims) ReleaseLeftBehind(ctx context.Context, host *bmov1alpha1.BareMetalHost, keep []string, users AddressUsers) error {
-	pools := &ipamv1.IPPoolList{}
-	if err := c.Client.List(ctx, pools, client.InNamespace(host.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	pools, err := listPools(ctx, c.Client, host.Namespace)
+	if err != nil {
 		return fmt.Errorf("listing IPPools: %w", err)
 	}
 	leftBehind := func(ctx context.Context, address *ipamv1.IPAddress) (bool, error) {
@@ -182,11 +183,11 @@ func (c *Claims) ReleaseLeftBehind(ctx context.Context, host *bmov1alpha1.BareMe
 		}
 		return claimGone(ctx, c.Client, c.apiReader(), address)
 	}
-	for i := range pools.Items {
-		if slices.Contains(keep, pools.Items[i].Name) {
+	for i := range pools {
+		if slices.Contains(keep, pools[i].Name) {
 			continue
 		}
-		claimName := ClaimName(host.Name, pools.Items[i].Name)
+		claimName := ClaimName(host.Name, pools[i].Name)
 		addresses, err := c.addressesLeftBy(ctx, host.Namespace, claimName)
 		if err != nil {
 			return err
@@ -261,7 +262,7 @@ func (c *Claims) Missing(ctx context.Context, host *bmov1alpha1.BareMetalHost, p
 			return nil, fmt.Errorf("getting IPClaim %s/%s: %w", host.Namespace, ClaimName(host.Name, pool), err)
 		case !ownership.OwnedByHost(claim, host):
 			missing = append(missing, pool)
-		case claim.Status.Address == nil && claim.Status.ErrorMessage != nil:
+		case ipamGaveUp(claim):
 			if err := deleteFailed(ctx, c.Client, claim); err != nil {
 				return nil, err
 			}
@@ -269,6 +270,12 @@ func (c *Claims) Missing(ctx context.Context, host *bmov1alpha1.BareMetalHost, p
 		}
 	}
 	return missing, nil
+}
+
+// ipamGaveUp: IPAM failed the claim (an error, no address), and never looks
+// at it again.
+func ipamGaveUp(claim *ipamv1.IPClaim) bool {
+	return claim.Status.Address == nil && claim.Status.ErrorMessage != nil
 }
 
 // deleteFailed deletes a failed claim as read: a claim that changed since
