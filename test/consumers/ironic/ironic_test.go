@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestIronicValidatesNetworkData(t *testing.T) {
 		assert.NoError(t, server.RefusesBroken(ctx, accepted))
 	})
 
-	t.Run("an 802.3ad bond is refused by Ironic 21.4 for its mode's name only", func(t *testing.T) {
+	t.Run("an 802.3ad bond is refused by Ironic 29 for its mode's name only", func(t *testing.T) {
 		require.NotContains(t, server.bondModes, "802.3ad", "this Ironic's schema lists 802.3ad: the substitution of Accept is not exercised")
 		accepted, err := server.Accept(ctx, "ns", "lacp", []byte(fmt.Sprintf(document, "802.3ad")))
 		require.NoError(t, err)
@@ -115,14 +116,18 @@ func withoutNetworkID(bondMode string) string {
 }
 
 // Ironic names one failure, often from a branch of a oneOf that was never
-// meant; the installed schema's account names the real one.
+// meant; the account of its schema (the root's) names the real one.
 func TestSchemaFailuresNameTheMeantBranch(t *testing.T) {
 	t.Parallel()
+	root, err := FindRoot(context.Background())
+	require.NoError(t, err)
+	schema, err := networkdataschema.Load(networkdataschema.InRoot(root.Dir))
+	require.NoError(t, err)
 	failures := func(document string) []string {
 		t.Helper()
 		var networkData map[string]any
 		require.NoError(t, json.Unmarshal([]byte(document), &networkData))
-		found, err := networkdataschema.Failures(networkData)
+		found, err := schema.Failures(networkData)
 		require.NoError(t, err)
 		return found
 	}
@@ -131,4 +136,18 @@ func TestSchemaFailuresNameTheMeantBranch(t *testing.T) {
 		failures(strings.Replace(fmt.Sprintf(document, "active-backup"), `"ethernet_mac_address": "00:5c:52:31:3c:02"`, `"name": "eno2"`, 1)))
 	assert.Equal(t, []string{"/links/2/bond_mode: value must be one of '802.1ad', 'balance-rr', 'active-backup', 'balance-xor', 'broadcast', 'balance-tlb', 'balance-alb'"},
 		failures(fmt.Sprintf(document, "802.3ad")))
+}
+
+// The machine's copy of the schema, which pure packages test against
+// without the root (networkdataschema.Installed, from Debian 12's
+// python3-ironic), is the file of the Ironic these tests run.
+func TestTheMachinesSchemaIsIronic29s(t *testing.T) {
+	t.Parallel()
+	root, err := FindRoot(context.Background())
+	require.NoError(t, err)
+	ours, err := os.ReadFile(networkdataschema.InRoot(root.Dir))
+	require.NoError(t, err)
+	machines, err := os.ReadFile(networkdataschema.Path)
+	require.NoError(t, err, networkdataschema.InstallHint)
+	assert.Equal(t, string(ours), string(machines), "%s and the root's copy differ: the unit tests check against another schema than Ironic 29's", networkdataschema.Path)
 }
