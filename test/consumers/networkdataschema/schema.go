@@ -76,7 +76,13 @@ func Load(file string) (*Schema, error) {
 }
 
 // Installed is the machine's copy (Path), loaded once.
-var Installed = sync.OnceValues(func() (*Schema, error) { return Load(Path) })
+var Installed = sync.OnceValues(func() (*Schema, error) {
+	schema, err := Load(Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, InstallHint)
+	}
+	return schema, nil
+})
 
 // SchemaWith8023ad is the machine's schema with bond mode 802.3ad added to
 // its bond modes, and nothing else changed, compiled once. Ironic's schema
@@ -88,7 +94,7 @@ var Installed = sync.OnceValues(func() (*Schema, error) { return Load(Path) })
 var SchemaWith8023ad = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	document, err := readSchema(Path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %s", err, InstallHint)
 	}
 	if err := allow8023ad(document); err != nil {
 		return nil, fmt.Errorf("%s: %w", Path, err)
@@ -99,7 +105,7 @@ var SchemaWith8023ad = sync.OnceValues(func() (*jsonschema.Schema, error) {
 func readSchema(file string) (any, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("ironic's network_data schema: %w: %s", err, InstallHint)
+		return nil, fmt.Errorf("ironic's network_data schema: %w", err)
 	}
 	document, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
