@@ -204,7 +204,7 @@ func (i *Inspection) ExpectInspected(t TB, ips []string) {
 	t.Helper()
 	ctx := context.Background()
 	node, err := i.site.Ironic.WaitForProvisionState(ctx, i.Node.UUID, nodes.Manageable, InspectionTimeout)
-	require.NoError(t, err, "%s: %s", i.Name, i.Agent)
+	require.NoError(t, err, "the agent of %s", i.Name)
 	t.Logf("%s inspected by the agent over %s, %q after %s", i.Name, i.site.Name, node.ProvisionState, time.Since(i.begin).Round(time.Millisecond))
 
 	inventory, err := i.site.Ironic.Inventory(ctx, node.UUID)
