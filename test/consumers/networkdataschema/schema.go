@@ -18,10 +18,12 @@ limitations under the License.
 // Debian package installs it: a leaf that reads a file and starts no
 // process. The tests' Ironic (test/consumers/ironic) reads it from the
 // Debian 13 root it runs in (InRoot): the schema of the Ironic that
-// validates. Pure packages test what they render against the machine's
-// copy (Path, from Debian 12's python3-ironic, Ironic 21.4), which is byte
-// for byte the file of Ironic 29.0.5 in the root (test/consumers/ironic
-// checks that), so they run without the root.
+// validates, Ironic 29.0.5's. Pure packages test what they render without
+// the root, against the machine's copy (Path, from Debian 12's
+// python3-ironic, Ironic 21.4) as Ironic 29 has it (SchemaWith8023ad):
+// the two files differ only in the name of one bond mode, which Ironic 29
+// calls 802.3ad where 21.4 said 802.1ad, and test/consumers/ironic checks
+// that the machine's copy so renamed is the root's.
 package networkdataschema
 
 import (
@@ -84,23 +86,38 @@ var Installed = sync.OnceValues(func() (*Schema, error) {
 	return schema, nil
 })
 
-// SchemaWith8023ad is the machine's schema with bond mode 802.3ad added to
-// its bond modes, and nothing else changed, compiled once. Ironic's schema
-// (21.4's, 29.0.5's and master's alike) lists "802.1ad", which is VLAN
-// stacking, not a bond mode, where CAPM3, Linux, cloud-init and glean all
-// say "802.3ad"; we render CAPM3's 802.3ad as it is. So Ironic's API
-// refuses any bond in 802.3ad mode (docs/network-data.md). Tests of what
-// we render check every other rule as the schema has it.
+// SchemaWith8023ad is the machine's schema as Ironic 29 has it
+// (MachineAsIronic29), compiled once. Ironic 21.4's schema (the machine's
+// python3-ironic) lists bond mode "802.1ad", which is VLAN stacking, not a
+// bond mode, where CAPM3, Linux, cloud-init and glean all say "802.3ad";
+// Ironic 29.0.5's (Debian 13's) lists "802.3ad" in its place, and takes
+// our 802.3ad bonds as they are (docs/network-data.md).
 var SchemaWith8023ad = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	document, err := MachineAsIronic29()
+	if err != nil {
+		return nil, err
+	}
+	return compileSchema(Path, document)
+})
+
+// MachineAsIronic29 is the machine's schema document (Path) with bond mode
+// 802.1ad renamed 802.3ad in its list and its example, and nothing else
+// changed: Ironic 29.0.5's schema.
+func MachineAsIronic29() (any, error) {
 	document, err := readSchema(Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", err, InstallHint)
 	}
-	if err := allow8023ad(document); err != nil {
+	if err := rename8021ad(document); err != nil {
 		return nil, fmt.Errorf("%s: %w", Path, err)
 	}
-	return compileSchema(Path, document)
-})
+	return document, nil
+}
+
+// ReadDocument reads a schema file as a JSON document, to compare.
+func ReadDocument(file string) (any, error) {
+	return readSchema(file)
+}
 
 func readSchema(file string) (any, error) {
 	data, err := os.ReadFile(file)
@@ -169,9 +186,10 @@ func bondModeObject(document any) (map[string]any, error) {
 	return object, nil
 }
 
-// allow8023ad adds 802.3ad to the bond modes of a schema document that
-// lists 802.1ad or 802.3ad, and fails on any other shape.
-func allow8023ad(document any) error {
+// rename8021ad writes bond mode 802.1ad as 802.3ad in the bond_mode
+// list and examples of a schema document that lists either, and fails on
+// any other shape.
+func rename8021ad(document any) error {
 	object, err := bondModeObject(document)
 	if err != nil {
 		return err
@@ -183,8 +201,13 @@ func allow8023ad(document any) error {
 	if !slices.Contains(enum, any("802.1ad")) && !slices.Contains(enum, any("802.3ad")) {
 		return fmt.Errorf("unexpected bond modes %v; look again at how the tests handle 802.3ad", enum)
 	}
-	if !slices.Contains(enum, any("802.3ad")) {
-		object["enum"] = append(enum, "802.3ad")
+	for _, key := range []string{"enum", "examples"} {
+		values, _ := object[key].([]any)
+		for i, value := range values {
+			if value == "802.1ad" {
+				values[i] = "802.3ad"
+			}
+		}
 	}
 	return nil
 }
