@@ -139,14 +139,15 @@ type Accepted struct {
 // Accept registers the host's node and hands it the Secret's network data
 // as BMO does; Ironic must store it.
 //
-// Bonds: Ironic's network_data schema (Ironic 29.0.5's, and master's)
-// lists bond_mode "802.1ad" where CAPM3, Linux, cloud-init and glean say
-// "802.3ad", the name of LACP. Against a schema without "802.3ad", a
-// document with an 802.3ad bond must be refused with 400 Invalid
-// network_data naming that bond, and the same document with exactly that
-// value changed to "802.1ad" must be stored: so the mode's name is the
-// only thing this Ironic refuses in it. Against a schema that lists
-// "802.3ad" the document must be stored as it is.
+// Bonds: Ironic 21.4's network_data schema listed bond_mode "802.1ad"
+// where CAPM3, Linux, cloud-init and glean say "802.3ad", the name of
+// LACP; Ironic 29.0.5's, which the tests run, lists "802.3ad" in its
+// place, so against it no bond is substituted. Against a schema without
+// "802.3ad", a document with an 802.3ad bond must be refused with 400
+// Invalid network_data naming that bond, and the same document with
+// exactly that value changed to "802.1ad" must be stored: so the mode's
+// name is the only thing this Ironic refuses in it. Against a schema that
+// lists "802.3ad" the document must be stored as it is.
 func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue []byte) (*Accepted, error) {
 	name := NodeName(namespace, host)
 	node, err := s.Node(ctx, namespace, host)
