@@ -107,7 +107,7 @@ func TestIronicValidatesNetworkData(t *testing.T) {
 
 	t.Run("a refused document is explained by the schema's account of it", func(t *testing.T) {
 		_, err := server.Accept(ctx, "ns", "lacp-no-network-id", []byte(withoutNetworkID("802.3ad")))
-		assert.ErrorContains(t, err, "ironic did not take the host's network data")
+		require.ErrorContains(t, err, "ironic did not take the host's network data")
 		assert.ErrorContains(t, err, "/networks/0: missing property 'network_id'")
 	})
 }
