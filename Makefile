@@ -85,7 +85,7 @@ lint: $(GOLANGCI_LINT) ## Licence headers, then golangci-lint (.golangci.yaml: g
 ##@ Test
 
 .PHONY: test
-test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) packages ## Run every test: unit tests and integration tests on the real kube-apiserver and etcd.
+test: kube-binaries $(KUSTOMIZE) $(CLUSTERCTL) packages debian13-root ## Run every test: unit tests, integration tests on the real kube-apiserver and etcd, Ironic 29 from the Debian 13 root.
 	go test $(GO_TEST_FLAGS) ./...
 
 # The packages whose tests need no control plane and no Debian package:
@@ -97,21 +97,29 @@ UNIT_PACKAGES := . ./networkdata ./template ./baremetal ./ipam ./internal/expect
 test-unit: ## Run the tests that need no control plane (no bin/k8s, no Debian packages), in seconds.
 	env -u KUBEBUILDER_ASSETS go test $(GO_TEST_FLAGS) -short $(UNIT_PACKAGES)
 
-# The tests run Ironic's API and cloud-init from Debian packages; without
+# The tests run cloud-init, isoinfo and podman from the machine's Debian
+# packages and read Ironic's network_data schema from python3-ironic; without
 # them they fail. On Debian or Ubuntu hack/install-packages.sh installs the
 # missing ones (as root, or with sudo), saying which; elsewhere it names them.
 .PHONY: packages
-packages: ## Install the Debian packages the tests run (Ironic's API, cloud-init) when missing, or name them off Debian and Ubuntu.
+packages: ## Install the Debian packages the tests run (cloud-init, isoinfo, podman, Ironic's schema) when missing, or name them off Debian and Ubuntu.
 	@hack/install-packages.sh --auto
 
+# The one Ironic of the tests (Ironic 29) and the real ironic-python-agent run
+# in a Debian 13 root built once per machine into bin/debian13-root (as root;
+# 10-50 minutes the first time, a second when its stamp is fresh).
+.PHONY: debian13-root
+debian13-root: ## Build the Debian 13 root with Ironic 29 and ironic-python-agent into bin/ (once per machine; as root).
+	hack/debian13-root.sh
+
 .PHONY: test-e2e
-test-e2e: kube-binaries build $(KUSTOMIZE) packages ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
+test-e2e: kube-binaries build $(KUSTOMIZE) packages debian13-root ## Run the end-to-end and fault suite (test/e2e) on a local control plane with bin/manager as a process.
 	go test -tags e2e ./test/e2e/ -count=1 -v -timeout 40m -args -e2e.manager=$(BIN)/manager -e2e.artifacts-folder=$(ROOT)/out/e2e
 
-# Not in make test: the root takes 10-50 minutes to build once per machine; .ci/run runs it.
+# Not in make test (build tag inspection): eight agents and two Ironics for
+# 5 to 8 minutes; .ci/run runs it.
 .PHONY: test-inspection
-test-inspection: packages ## Build the Debian 13 root into bin/ (once), then inspect the example hosts with Ironic 29 and the real ironic-python-agent (root).
-	hack/debian13-root.sh
+test-inspection: packages debian13-root ## Inspect the example hosts with Ironic 29 and the real ironic-python-agent over IPv4 and IPv6, with negative cases (root).
 	go test -tags inspection ./test/consumers/agent/ -count=1 -v -parallel 8 -timeout 30m
 
 BENCH_HOSTS ?= 1000

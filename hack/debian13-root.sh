@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Debian 13 (trixie) root the inspection test runs Ironic 29 and
-# the real ironic-python-agent from, once per machine: bin/ is shared by every
+# Builds the Debian 13 (trixie) root the tests run Ironic 29 (every test that
+# talks to Ironic: test/consumers/ironic) and the real ironic-python-agent
+# (test/consumers/agent, the e2e story) from, once per machine: bin/ is shared by every
 # clone and worktree, so the root lives at bin/debian13-root and a stamp file
 # beside it records what it was built from (suite, variant, packages). The
 # root is rebuilt only when that record changes.

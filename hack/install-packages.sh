@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests run as the consumers of what we
-# render: Ironic's API (ironic-api + ironic-conductor, started by the tests as
-# one process on loopback), ironic-inspector, isolinux, syslinux-common and
-# genisoimage (Ironic builds and the tests read the virtual-media ISO a host
-# boots its ramdisk from), python3-sushy (Ironic's Redfish client), cloud-init (its net-convert reads network_data the
-# way the deploy ramdisk and the OS do), python3-jsonschema (Ironic's
-# schema validation), and podman with runc, which load and run the manager's
-# image (test/image; runc because crun cannot run containers under a hybrid
-# cgroup v1/v2 layout).
+# Installs the Debian packages the tests run on the machine itself:
+# cloud-init (its net-convert reads network_data the way the deploy ramdisk
+# and the OS do), python3-jsonschema, genisoimage (isoinfo reads the
+# virtual-media ISO Ironic builds, in the Redfish BMC stand-in),
+# python3-ironic (only for Ironic's network_data schema file, which the pure
+# tests of what we render check against: the same file as Ironic 29's), and
+# podman with runc, which load and run the manager's image (test/image; runc
+# because crun cannot run containers under a hybrid cgroup v1/v2 layout).
+# Ironic itself (29) and ironic-python-agent run from the Debian 13 root
+# hack/debian13-root.sh builds, not from these packages.
 #
 #   hack/install-packages.sh          install what is missing (root, or sudo)
 #   hack/install-packages.sh --check  only say what is missing; exit 1 if any
@@ -18,7 +19,7 @@
 # Quick when everything is installed: no apt-get at all then.
 set -euo pipefail
 
-packages=(ironic-api ironic-conductor ironic-inspector isolinux syslinux-common genisoimage python3-sushy cloud-init python3-jsonschema podman runc)
+packages=(python3-ironic genisoimage cloud-init python3-jsonschema podman runc)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -31,7 +32,7 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 if [ "${1:-}" = "--check" ]; then
-	echo "missing Debian packages: ${missing[*]}; the tests run Ironic, ironic-inspector, cloud-init and the manager's image with them." >&2
+	echo "missing Debian packages: ${missing[*]}; the tests run cloud-init, isoinfo and the manager's image and read Ironic's schema with them." >&2
 	echo "install them with: hack/install-packages.sh (as root, or with sudo)" >&2
 	exit 1
 fi
@@ -49,7 +50,7 @@ debian_like() {
 }
 
 if [ "${1:-}" = "--auto" ] && { ! debian_like || { [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; }; }; then
-	echo "missing packages: ${missing[*]} (their Debian names); the tests run Ironic's API, cloud-init and the manager's image with them." >&2
+	echo "missing packages: ${missing[*]} (their Debian names); the tests run cloud-init, isoinfo and the manager's image and read Ironic's schema with them." >&2
 	echo "this machine is not Debian or Ubuntu with root or sudo: install them with its package manager, then run make test again" >&2
 	exit 1
 fi

@@ -28,7 +28,7 @@ import (
 // requireValidForIronic fails the test unless doc is valid under Ironic's
 // network_data schema, which its API validates a node's network_data against
 // (HTTP 400 "Invalid network_data" otherwise), read from the installed
-// ironic-api package with bond mode 802.3ad allowed (networkdataschema.SchemaWith8023ad
+// python3-ironic package as Ironic 29 has it, bond mode 802.3ad (networkdataschema.SchemaWith8023ad
 // says why). It never skips: without the package it fails and names
 // hack/install-packages.sh.
 func requireValidForIronic(t require.TestingT, doc []byte) {

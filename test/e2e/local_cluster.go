@@ -83,14 +83,15 @@ func StartLocalCluster(ctx context.Context, input LocalClusterInput) (_ *Cluster
 		AuditLog:       filepath.Join(input.ArtifactFolder, "audit.log"),
 		webhookCertDir: filepath.Join(dir, "webhook-certs"),
 	}
-	// Ironic takes about 10 s to answer, most of it Python imports: it
-	// starts while the control plane does.
+	// Ironic takes half a minute or more to answer, most of it Python
+	// imports: it starts while the control plane does.
 	ironicLog := filepath.Join(input.ArtifactFolder, "ironic.log")
-	sayf("Starting Ironic (Debian's ironic-api and ironic-conductor, one process on loopback: fake hardware, and redfish with "+
-		"virtual media for the ramdisk story) and ironic-inspector, logs %s and ironic-inspector.log beside it", ironicLog)
+	sayf("Starting Ironic 29 (Debian 13's ironic-api and ironic-conductor in bin/debian13-root, one process on loopback: "+
+		"fake hardware for the consumers' checks, and redfish with virtual media and agent inspection for the ramdisk story "+
+		"at %s), log %s", ironic.ProvisioningAddress, ironicLog)
 	ironicStarted := make(chan error, 1)
 	go func() {
-		server, startErr := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog, VirtualMedia: true})
+		server, startErr := ironic.Start(ctx, ironic.Options{Dir: filepath.Join(dir, "ironic"), LogPath: ironicLog})
 		if startErr == nil {
 			local.Consumers, startErr = newConsumers(server, input.ArtifactFolder)
 		}

@@ -24,8 +24,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -34,10 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/agent"
 	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
-	"github.com/capm3-preprov/capm3-preprov/test/consumers/ramdiskhost"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
-	"github.com/capm3-preprov/capm3-preprov/test/standins/redfishbmc"
 )
 
 // ethernetExamples are the examples whose hosts have plain ethernet links.
@@ -46,34 +44,37 @@ import (
 // the consumers of every story (test/consumers/cloudinit).
 var ethernetExamples = []string{"machine-template-ipam", "preprovisioning-template", "ipv6"}
 
-// RamdiskBootSpec: "a host boots its ramdisk without DHCP". An example's
-// paused hosts are set up by the manager with addresses from the IPAM
-// stand-in; then, as BMO does with each host's Secret, the suite's Ironic
-// (real, with virtual media and ironic-inspector) registers, manages and
-// inspects it through the Redfish BMC stand-in, and builds the ISO it
-// inserts. The document on the ISO's config drive must equal the Secret
-// the host names. Each host then boots in a network namespace of its own
-// (as root: the story fails otherwise) with no DHCP server anywhere: its
-// NIC, carrying its bootMACAddress, is configured
-// only from the ISO's network data (cloud-init's conversion, applied with
-// ip), and from that address it calls Ironic's lookup at the ISO's
-// ipa-api-url, which must answer with its own node.
+// RamdiskBootSpec: "a host gets through inspection without DHCP". An
+// example's paused hosts are set up by the manager with addresses from the
+// IPAM stand-in; then, as BMO HEAD does with each host's Secret, the
+// suite's Ironic 29 (from the Debian 13 root, with agent inspection and
+// virtual media) registers, manages and inspects it through the Redfish
+// BMC stand-in, and builds the ISO it inserts. The ISO must be a config
+// drive (volume config-2) whose document equals the Secret the host names
+// in spec.preprovisioningNetworkDataName. Each host then boots in a
+// network namespace of its own (as root: the story fails otherwise) with
+// no DHCP server anywhere: its NIC, carrying its bootMACAddress, is
+// configured only from the ISO's network data (cloud-init's conversion,
+// applied with ip), on a provisioning network whose routers are the
+// example's pools' gateways (never the document's), and the real
+// ironic-python-agent runs there with the ISO's kernel parameters. Ironic
+// must move the node to manageable with the Secret's addresses on the
+// boot MAC's NIC of the inventory, and the agent must heartbeat. An
+// IPv6-only host reaches a second Ironic on IPv6, started only for the
+// example that has one, as Metal3 runs one Ironic per family; a
+// dual-stack host goes over IPv4 (test/consumers/agent takes it over both).
 func RamdiskBootSpec(ctx context.Context, inputGetter func() SpecInput) {
-	var (
-		input SpecInput
-		boot  *bootEnvironment
-	)
+	var input SpecInput
 	BeforeEach(func() {
 		input = inputGetter()
 		Expect(input.Cluster).NotTo(BeNil())
 		if input.Cluster.Local == nil {
 			Skip("the hosts' ramdisks boot from the suite's own Ironic: on an existing cluster its BMO and Ironic do it")
 		}
-		boot = startBootEnvironment(ctx, input.Cluster.Local)
 	})
 
 	for _, example := range ethernetExamples {
-		It("boots every host of examples/"+example+" from the ISO Ironic builds with its Secret", func() {
+		It("boots every host of examples/"+example+" from the ISO Ironic builds with its Secret, and the real agent inspects it", func() {
 			c := input.Cluster
 			namespace := c.createNamespace(ctx, "boot")
 			By("Applying examples/" + example + " and waiting for the manager to set its paused hosts up")
@@ -88,91 +89,86 @@ func RamdiskBootSpec(ctx context.Context, inputGetter func() SpecInput) {
 					g.Expect(host.Spec.PreprovisioningNetworkDataName).NotTo(BeEmpty(), "host %s", name)
 				}
 			}).Should(Succeed())
+			routers, err := agent.ExampleRouters(example)
+			Expect(err).NotTo(HaveOccurred())
+			boot := startBootEnvironment(c.Local, namespace)
 
+			// The hosts register one by one; their agents run side by side.
+			begin := time.Now()
+			inspections := make([]*bootingHost, 0, len(hosts))
 			for _, name := range hosts {
-				boot.bootHost(ctx, c, namespace, name)
+				inspections = append(inspections, boot.beginInspection(ctx, c, namespace, name, routers))
 			}
+			for _, host := range inspections {
+				By(fmt.Sprintf("%s: waiting for Ironic to finish its inspection (manageable) with %v on its boot NIC, and for a heartbeat", host.Name, host.ips))
+				host.ExpectInspected(GinkgoT(), host.ips)
+			}
+			GinkgoWriter.Printf("examples/%s: %d hosts inspected by the real agent in %s\n", example, len(hosts), time.Since(begin).Round(time.Second))
 		})
 	}
 }
 
-// bootEnvironment is the BMCs and the provisioning network of one spec,
-// around the suite's Ironic.
+// bootEnvironment is the sites of one spec: the IPv4 one around the
+// suite's Ironic, and the IPv6 one with an Ironic of its own, started when
+// a host needs it.
 type bootEnvironment struct {
-	ironic    *ironic.Server
-	bmc       *redfishbmc.BMC
-	network   *ramdiskhost.Network
+	local     *LocalCluster
 	artifacts string
+	ipv4      *agent.Site
+	ipv6      *agent.Site
 }
 
-func startBootEnvironment(ctx context.Context, local *LocalCluster) *bootEnvironment {
+// startBootEnvironment starts the IPv4 site; its files and the hosts'
+// logs go to <artifacts>/ramdisk/<namespace>.
+func startBootEnvironment(local *LocalCluster, namespace string) *bootEnvironment {
 	GinkgoHelper()
-	boot := &bootEnvironment{ironic: local.Consumers.Ironic, artifacts: filepath.Join(local.ArtifactFolder, "ramdisk")}
+	boot := &bootEnvironment{local: local, artifacts: filepath.Join(local.ArtifactFolder, "ramdisk", namespace)}
 	var err error
-	boot.bmc, err = redfishbmc.Start(filepath.Join(boot.artifacts, "isos"))
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(boot.bmc.Stop)
 	// A story that cannot boot its hosts (not root, no network namespaces)
 	// fails: it never passes with a log line.
-	boot.network, err = ramdiskhost.NewNetwork(ctx,
-		net.JoinHostPort(ironic.ProvisioningAddress, strconv.Itoa(ironic.RamdiskAPIPort)), strings.TrimPrefix(boot.ironic.URL, "http://"))
-	Expect(err).NotTo(HaveOccurred(), "the hosts boot in network namespaces: the e2e suite runs as root")
-	DeferCleanup(boot.network.Close)
+	boot.ipv4, err = agent.NewSite(GinkgoT(), "IPv4", local.Consumers.Ironic, filepath.Join(boot.artifacts, "ipv4"))
+	Expect(err).NotTo(HaveOccurred())
 	return boot
 }
 
-// bootHost hands the host to Ironic as BMO does, checks the ISO, and, as
-// root, boots the host and calls the lookup from its address.
-func (b *bootEnvironment) bootHost(ctx context.Context, c *Cluster, namespace, name string) {
+// siteFor is the site whose Ironic the host's addresses reach: IPv4 when
+// it has an IPv4 address, else the IPv6 site, started on first use.
+func (b *bootEnvironment) siteFor(ips []string) *agent.Site {
+	GinkgoHelper()
+	if slices.ContainsFunc(ips, isIPv4) {
+		return b.ipv4
+	}
+	if b.ipv6 == nil {
+		By("Starting a second Ironic 29 on " + ironic.ProvisioningIPv6Address + " for the IPv6-only hosts (one Ironic per family, as Metal3 runs it)")
+		var err error
+		b.ipv6, err = agent.StartSite(GinkgoT(), "IPv6", b.local.Consumers.Ironic.Root, ironic.ProvisioningIPv6Address, filepath.Join(b.artifacts, "ipv6"))
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return b.ipv6
+}
+
+// bootingHost is a host whose agent runs, and the addresses its Secret
+// gives it.
+type bootingHost struct {
+	*agent.Inspection
+	ips []string
+}
+
+// beginInspection hands the host to Ironic as BMO does with the Secret the
+// host names, checks the ISO, boots the host from it and starts its agent.
+func (b *bootEnvironment) beginInspection(ctx context.Context, c *Cluster, namespace, name string, routers []string) *bootingHost {
 	GinkgoHelper()
 	host := c.getHost(ctx, Default, namespace, name)
 	// The Secret the host names, as BMO reads it (not the name we expect).
 	Expect(host.Spec.PreprovisioningNetworkDataName).NotTo(BeEmpty(), "host %s", name)
 	secret := &corev1.Secret{}
 	Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: host.Spec.PreprovisioningNetworkDataName}, secret)).To(Succeed())
-	document := secret.Data[preprovv1.NetworkDataKey]
-	credentials := &corev1.Secret{}
-	Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: host.Spec.BMC.CredentialsName}, credentials)).To(Succeed())
-
-	By(name + ": registering, managing and inspecting it in Ironic, as BMO does, through the BMC stand-in")
-	// The example's BMC address names no BMC here: the stand-in plays it.
-	node, err := b.ironic.RegisterAndInspect(ctx, ironic.VirtualMediaHost{
-		Namespace: namespace, Name: name, BMCAddress: b.bmc.AddHost(namespace + "-" + name),
-		Username: string(credentials.Data["username"]), Password: string(credentials.Data["password"]),
-		BootMACAddress: host.Spec.BootMACAddress, NetworkData: document,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	bmc, _ := b.bmc.Host(namespace + "-" + name)
-	Expect(bmc.Media).NotTo(BeNil(), "Ironic inserted no CD into %s", name)
-	Expect(bmc.Media.Err).NotTo(HaveOccurred())
-	Expect(bmc.Media.VolumeID).To(Equal("config-2"))
-	Expect(bmc.Media.NetworkData).To(MatchJSON(document), "the ISO of %s carries its Secret's network data", name)
-
-	By(name + ": booting it with no DHCP server, configured only from the ISO's network data")
-	gateways, err := ramdiskhost.Gateways(bmc.Media.NetworkData)
-	Expect(err).NotTo(HaveOccurred())
-	for _, gateway := range gateways {
-		Expect(b.network.AddGateway(ctx, gateway)).To(Succeed())
-	}
-	booted, err := b.network.AddHost(ctx, name, host.Spec.BootMACAddress)
-	Expect(err).NotTo(HaveOccurred())
-	commands, err := booted.Boot(ctx, bmc.Media.NetworkData, filepath.Join(b.artifacts, namespace, name))
-	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Printf("%s applied:\n  %s\n", name, strings.Join(commands, "\n  "))
-	addresses, err := booted.Addresses(ctx)
-	Expect(err).NotTo(HaveOccurred())
 	ips := networkDataIPs(Default, secret)
-	Expect(withoutPrefixes(addresses)).To(ConsistOf(ips), "host %s has exactly its Secret's addresses", name)
-
-	apiURL := bmc.Media.KernelParams["ipa-api-url"]
-	if !slices.ContainsFunc(ips, isIPv4) {
-		By(fmt.Sprintf("%s: IPv6 only; the ISO's ipa-api-url %s is IPv4 (one Ironic has one API URL; Metal3 gives IPv6 hosts an Ironic on IPv6): no lookup", name, apiURL))
-		return
-	}
-	By(fmt.Sprintf("%s: calling Ironic's lookup at %s from its static address", name, apiURL))
-	found, err := booted.Lookup(ctx, apiURL)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(found.UUID).To(Equal(node.UUID), "the lookup of %s answers with its own node", name)
+	site := b.siteFor(ips)
+	By(fmt.Sprintf("%s: registering, managing and inspecting it in the %s site's Ironic as BMO does; booting it from the ISO's network data "+
+		"with no DHCP server, routers %v, and starting the real agent", name, site.Name, routers))
+	inspection := site.BeginInspection(GinkgoT(), namespace, name, host.Spec.BootMACAddress, secret.Data[preprovv1.NetworkDataKey], routers)
+	return &bootingHost{Inspection: inspection, ips: ips}
 }
 
 // pausedForPreprovisioning names the applied hosts paused for us.
@@ -184,15 +180,6 @@ func pausedForPreprovisioning(objects []*unstructured.Unstructured) []string {
 		}
 	}
 	return hosts
-}
-
-func withoutPrefixes(addresses []string) []string {
-	ips := make([]string, 0, len(addresses))
-	for _, address := range addresses {
-		ip, _, _ := strings.Cut(address, "/")
-		ips = append(ips, ip)
-	}
-	return ips
 }
 
 func isIPv4(address string) bool {

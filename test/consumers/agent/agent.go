@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
@@ -56,8 +57,8 @@ type Agent struct {
 // ipa-inspection-callback-url and the inspection's options from there, as
 // it does in the ramdisk. work (the agent's folder of the machine's) holds
 // the command line and the log.
-func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelParams map[string]string) (*Agent, error) {
-	if err := requireRoot(); err != nil {
+func StartAgent(ctx context.Context, root *ironic.Root, namespace, work string, kernelParams map[string]string) (*Agent, error) {
+	if err := ironic.RequireRoot(); err != nil {
 		return nil, err
 	}
 	if len(kernelParams) == 0 {
@@ -79,10 +80,10 @@ func StartAgent(ctx context.Context, root *Root, namespace, work string, kernelP
 		return nil, err
 	}
 	defer func() { _ = log.Close() }() // an os.File buffers nothing
-	where := Chroot{Work: work, Cmdline: cmdline, NetNS: namespace}
+	where := ironic.Chroot{Work: work, Cmdline: cmdline, NetNS: namespace}
 	// It runs until Stop: ctx bounds only the start.
 	command := root.Command(context.WithoutCancel(ctx), where, "ironic-python-agent")
-	command.Env = append(os.Environ(), "PYTHONPATH="+path.Join(WorkMount, "hardwaremanager"))
+	command.Env = append(os.Environ(), "PYTHONPATH="+path.Join(ironic.WorkMount, "hardwaremanager"))
 	if a.process, err = framework.StartProcessGroup(command, log); err != nil {
 		return nil, err
 	}
@@ -141,5 +142,5 @@ func (a *Agent) Stop() {
 
 // String is the end of the agent's log, for a failed test.
 func (a *Agent) String() string {
-	return fmt.Sprintf("the end of %s:\n%s", a.LogPath, fileTail(a.LogPath, 60))
+	return fmt.Sprintf("the end of %s:\n%s", a.LogPath, ironic.FileTail(a.LogPath, 60))
 }

@@ -62,3 +62,9 @@ func TestAnExampleHostIsRenderedWithItsPoolsFirstAddresses(t *testing.T) {
 	_, err = LoadExampleHost("ipv6", "dual-stack-0", "no-such-template", 0)
 	assert.ErrorContains(t, err, "no Metal3PreprovisioningTemplate no-such-template")
 }
+
+func TestAnExamplesRoutersAreItsPoolsGateways(t *testing.T) {
+	routers, err := ExampleRouters("ipv6")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.168.115.1/24", "2001:db8::1/64"}, routers)
+}

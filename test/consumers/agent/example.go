@@ -104,9 +104,39 @@ func LoadExampleHost(example, host, template string, order int) (*ExampleHost, e
 			start = start.Next()
 		}
 		h.Addresses[name] = networkdata.Address{IP: start.String(), Prefix: pool.Prefix, Gateway: pool.Gateway, DNSServers: pool.DNSServers}
-		h.Routers = append(h.Routers, pool.Gateway+"/"+strconv.Itoa(pool.Prefix))
+		h.Routers = append(h.Routers, pool.Router())
 	}
 	return h, nil
+}
+
+// Router is the pool's gateway with its prefix (192.168.111.1/24).
+func (p ExampleIPPool) Router() string {
+	return p.Gateway + "/" + strconv.Itoa(p.Prefix)
+}
+
+// ExampleRouters are the routers of every IPPool of examples/<example>
+// that has a gateway, sorted: the provisioning network's side of the
+// example's hosts, read from its pools, never from a rendered document.
+func ExampleRouters(example string) ([]string, error) {
+	objects, err := exampleObjects(example)
+	if err != nil {
+		return nil, err
+	}
+	var routers []string
+	for _, object := range objects {
+		if object.GetKind() != "IPPool" {
+			continue
+		}
+		var pool ExampleIPPool
+		if err := convert(object.Object["spec"], &pool); err != nil {
+			return nil, fmt.Errorf("examples/%s: IPPool %s: %w", example, object.GetName(), err)
+		}
+		if pool.Gateway != "" {
+			routers = append(routers, pool.Router())
+		}
+	}
+	slices.Sort(routers)
+	return routers, nil
 }
 
 // RendererHost is the host as the renderer sees it before inspection.

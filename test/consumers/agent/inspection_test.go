@@ -23,9 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,34 +37,15 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/networkdata"
 	"github.com/capm3-preprov/capm3-preprov/test/consumers/ironic"
 	"github.com/capm3-preprov/capm3-preprov/test/consumers/ramdiskhost"
-	"github.com/capm3-preprov/capm3-preprov/test/standins/redfishbmc"
 )
 
-// The fixed topology: Ironic's address on each provisioning network, as
-// Metal3 runs one Ironic per address family the ramdisks reach it over
-// (ipa-api-url holds one URL). The routers are the example pools' gateways.
-const (
-	ironicIPv4Address = ironic.ProvisioningAddress
-	ironicIPv6Address = "fd2e:6f44:5dd8:c956::2"
-)
-
-const (
-	// InspectionTimeout bounds the agent's inspection: its wait for an
-	// IPv4 address on every NIC (ipa-inspection-dhcp-all-interfaces, 60 s
-	// for a host without one), LLDP (30 s), the inventory, the post.
-	InspectionTimeout = 8 * time.Minute
-	// HeartbeatTimeout bounds the wait for the agent's first heartbeat
-	// after inspection (its lookup, retried, then a heartbeat at once):
-	// minutes on a machine loaded by eight agents and two Ironics.
-	HeartbeatTimeout = 5 * time.Minute
-	// postAttempt is what the agent logs each time it posts its inventory;
-	// it posts again only after a connection error or a 5xx or 409.
-	postAttempt = "Posting collected data to"
-)
+// postAttempt is what the agent logs each time it posts its inventory; it
+// posts again only after a connection error or a 5xx or 409.
+const postAttempt = "Posting collected data to"
 
 func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 	t.Parallel()
-	root, err := FindRoot(context.Background())
+	root, err := ironic.FindRoot(context.Background())
 	require.NoError(t, err)
 	ipv4, ipv6 := startSites(t, root)
 
@@ -77,21 +56,21 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 	t.Run("an IPv4 host, over IPv4", func(t *testing.T) {
 		t.Parallel()
 		document := render(t, rackA1, rackA1.RendererHost(), rackA1.Addresses)
-		ipv4.expectReachCheck(t, document, "")
-		ipv4.expectInspected(t, rackA1.Name, rackA1.BootMACAddress, document, rackA1)
+		expectReachCheck(t, ipv4, document, "")
+		expectInspected(t, ipv4, rackA1, document)
 	})
 	t.Run("an IPv6-only host, over IPv6", func(t *testing.T) {
 		t.Parallel()
 		document := render(t, ipv6Only, ipv6Only.RendererHost(), ipv6Only.Addresses)
-		ipv6.expectReachCheck(t, document, "")
-		ipv6.expectInspected(t, ipv6Only.Name, ipv6Only.BootMACAddress, document, ipv6Only)
+		expectReachCheck(t, ipv6, document, "")
+		expectInspected(t, ipv6, ipv6Only, document)
 	})
-	for _, site := range []*site{ipv4, ipv6} {
-		t.Run("a dual-stack host, over "+site.name, func(t *testing.T) {
+	for _, site := range []*Site{ipv4, ipv6} {
+		t.Run("a dual-stack host, over "+site.Name, func(t *testing.T) {
 			t.Parallel()
 			document := render(t, dualStack, dualStack.RendererHost(), dualStack.Addresses)
-			site.expectReachCheck(t, document, "")
-			site.expectInspected(t, dualStack.Name, dualStack.BootMACAddress, document, dualStack)
+			expectReachCheck(t, site, document, "")
+			expectInspected(t, site, dualStack, document)
 		})
 	}
 
@@ -106,7 +85,7 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 	t.Run("without pre-provisioning data the ISO has no network data and the host no address", func(t *testing.T) {
 		t.Parallel()
 		host, _ := negative(1, "00:5c:52:31:3b:f1")
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, nil, rackA1.Routers, ramdiskhost.ErrNoNetworkData.Error(), "network is unreachable")
+		expectNeverReached(t, ipv4, host.Name, host.BootMACAddress, nil, rackA1.Routers, ramdiskhost.ErrNoNetworkData.Error(), "network is unreachable")
 	})
 	t.Run("a document whose link has another MAC leaves the NIC unconfigured", func(t *testing.T) {
 		t.Parallel()
@@ -114,7 +93,7 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 		other := host
 		other.BootMACAddress = "00:5c:52:31:3b:f9"
 		// cloud-init refuses a physical link without a NIC of its MAC.
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, render(t, rackA1, other, addresses), rackA1.Routers, "Unable to find a system nic", "network is unreachable")
+		expectNeverReached(t, ipv4, host.Name, host.BootMACAddress, render(t, rackA1, other, addresses), rackA1.Routers, "Unable to find a system nic", "network is unreachable")
 	})
 	t.Run("a document with another gateway than the network's router leaves the host without a way out", func(t *testing.T) {
 		t.Parallel()
@@ -124,7 +103,7 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 		addresses["rack-a1-provisioning"] = wrong
 		// The gateway is on the host's subnet, so its route is made; no
 		// router answers for that address.
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, render(t, rackA1, host, addresses), rackA1.Routers, "", "no route to host")
+		expectNeverReached(t, ipv4, host.Name, host.BootMACAddress, render(t, rackA1, host, addresses), rackA1.Routers, "", "no route to host")
 	})
 	t.Run("a document with a prefix that leaves the gateway off the host's subnet gives it no default route", func(t *testing.T) {
 		t.Parallel()
@@ -133,8 +112,8 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 		wrong.Prefix = 28 // 192.168.112.96/28 does not hold the gateway 192.168.112.1
 		addresses["rack-a1-provisioning"] = wrong
 		document := render(t, rackA1, host, addresses)
-		ipv4.expectReachCheck(t, document, "which is on no subnet")
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, document, rackA1.Routers, "Nexthop has invalid gateway", "network is unreachable")
+		expectReachCheck(t, ipv4, document, "which is on no subnet")
+		expectNeverReached(t, ipv4, host.Name, host.BootMACAddress, document, rackA1.Routers, "Nexthop has invalid gateway", "network is unreachable")
 	})
 	// What the manager's --ramdisk-endpoints check (issue 35 item 6, BMO
 	// issue 1664) keeps paused: data without an address of Ironic's family.
@@ -143,24 +122,24 @@ func TestTheAgentInspectsHostsWithoutDHCP(t *testing.T) {
 		host := ipv6Only.RendererHost()
 		host.Name, host.BootMACAddress = "ipv6-1", "00:5c:52:31:3b:f5"
 		document := render(t, ipv6Only, host, ipv6Only.Addresses)
-		ipv4.expectReachCheck(t, document, "no IPv4")
-		ipv4.expectNeverReached(t, host.Name, host.BootMACAddress, document, rackA1.Routers, "", "network is unreachable")
+		expectReachCheck(t, ipv4, document, "no IPv4")
+		expectNeverReached(t, ipv4, host.Name, host.BootMACAddress, document, rackA1.Routers, "", "network is unreachable")
 	})
 }
 
 // expectReachCheck runs the manager's check of a rendered document against
-// this site's Ironic: it finds no fault (why empty), or one that says why.
-func (s *site) expectReachCheck(t *testing.T, document []byte, why string) {
+// the site's Ironic: it finds no fault (why empty), or one that says why.
+func expectReachCheck(t *testing.T, s *Site, document []byte, why string) {
 	t.Helper()
-	endpoint, err := networkdata.ParseEndpoint("http://" + net.JoinHostPort(s.address, "6385"))
+	endpoint, err := networkdata.ParseEndpoint("http://" + net.JoinHostPort(s.Ironic.Address, strconv.Itoa(ironic.RamdiskAPIPort)))
 	require.NoError(t, err)
 	unreached, err := networkdata.Unreachable(document, []networkdata.Endpoint{endpoint})
 	require.NoError(t, err)
 	if why == "" {
-		assert.Empty(t, unreached, "the check finds a way to %s's Ironic", s.name)
+		assert.Empty(t, unreached, "the check finds a way to %s's Ironic", s.Name)
 		return
 	}
-	require.Len(t, unreached, 1, "the check finds no way to %s's Ironic", s.name)
+	require.Len(t, unreached, 1, "the check finds no way to %s's Ironic", s.Name)
 	assert.Contains(t, unreached[0].Why, why)
 }
 
@@ -178,172 +157,41 @@ func render(t *testing.T, example *ExampleHost, host networkdata.Host, addresses
 	return document
 }
 
-// site is one Ironic 29 whose API the ramdisks reach at one address, the
-// Redfish stand-in, and the provisioning network: a relay at that address
-// and the hosts' routers.
-type site struct {
-	// registering lets one host at a time register and start its
-	// inspection: Ironic is one process, and building several ISOs at once
-	// on a loaded machine slows its API past the tests' bounds. The agents
-	// run side by side.
-	registering sync.Mutex
-	name        string
-	// address is Ironic's address on the provisioning network.
-	address string
-	root    *Root
-	work    string
-	ironic  *Ironic
-	bmc     *redfishbmc.BMC
-	network *ramdiskhost.Network
-}
-
 // startSites starts the IPv4 and the IPv6 site side by side (each Ironic
 // takes half a minute to answer on a quiet machine).
-func startSites(t *testing.T, root *Root) (ipv4, ipv6 *site) {
+func startSites(t *testing.T, root *ironic.Root) (ipv4, ipv6 *Site) {
 	t.Helper()
-	sites := []*site{
-		{name: "IPv4", address: ironicIPv4Address, root: root, work: filepath.Join(t.TempDir(), "ipv4")},
-		{name: "IPv6", address: ironicIPv6Address, root: root, work: filepath.Join(t.TempDir(), "ipv6")},
-	}
-	errs := make([]error, len(sites))
+	names := []string{"IPv4", "IPv6"}
+	addresses := []string{ironic.ProvisioningAddress, ironic.ProvisioningIPv6Address}
+	sites := make([]*Site, len(names))
+	errs := make([]error, len(names))
 	var started sync.WaitGroup
-	for i, address := range []string{ironicIPv4Address, ironicIPv6Address} {
-		started.Go(func() { errs[i] = sites[i].start(t, address) })
+	for i := range names {
+		started.Go(func() {
+			sites[i], errs[i] = StartSite(t, names[i], root, addresses[i], filepath.Join(t.TempDir(), strings.ToLower(names[i])))
+		})
 	}
 	started.Wait()
 	require.NoError(t, errors.Join(errs...))
 	return sites[0], sites[1]
 }
 
-func (s *site) start(t *testing.T, address string) error {
+// expectInspected takes an example host through inspection at the site:
+// its agent, run after the ISO's network data is applied, gets the node to
+// "manageable" with the host's static addresses in its inventory.
+func expectInspected(t *testing.T, s *Site, host *ExampleHost, document []byte) {
 	t.Helper()
-	ctx := context.Background()
-	begin := time.Now()
-	var err error
-	if s.ironic, err = StartIronic(ctx, s.root, filepath.Join(s.work, "ironic"), address); err != nil {
-		return fmt.Errorf("the %s site's Ironic: %w", s.name, err)
-	}
-	t.Cleanup(func() {
-		assert.NoError(t, s.ironic.Stop())
-		if t.Failed() {
-			t.Logf("the end of %s:\n%s", s.ironic.LogPath, fileTail(s.ironic.LogPath, 30))
-		}
-	})
-	t.Logf("the %s site's Ironic 29 answered after %s", s.name, time.Since(begin).Round(time.Millisecond))
-	if s.bmc, err = redfishbmc.Start(filepath.Join(s.work, "isos")); err != nil {
-		return err
-	}
-	t.Cleanup(func() { assert.NoError(t, s.bmc.Stop()) })
-	relay := net.JoinHostPort(address, strconv.Itoa(ironic.RamdiskAPIPort))
-	if s.network, err = ramdiskhost.NewNetwork(ctx, relay, strings.TrimPrefix(s.ironic.URL, "http://")); err != nil {
-		return fmt.Errorf("the %s site's provisioning network (hosts boot in network namespaces: this test runs as root): %w", s.name, err)
-	}
-	t.Cleanup(func() { assert.NoError(t, s.network.Close()) })
-	return nil
-}
-
-// inspect registers the host as BMO does, starts its inspection and
-// returns the node in "inspect wait" with the ISO Ironic inserted.
-func (s *site) inspect(t *testing.T, name, mac string, document []byte) (*nodes.Node, *redfishbmc.Media) {
-	t.Helper()
-	s.registering.Lock()
-	begin := time.Now()
-	node, err := s.ironic.RegisterAndInspect(context.Background(), ironic.VirtualMediaHost{
-		Namespace: "metal3", Name: name, BMCAddress: s.bmc.AddHost(name),
-		Username: "admin", Password: "password", BootMACAddress: mac, NetworkData: document,
-	})
-	s.registering.Unlock()
-	require.NoError(t, err)
-	t.Logf("%s registered, managed and in %q after %s", name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
-	bmcHost, ok := s.bmc.Host(name)
-	require.True(t, ok)
-	require.NotNil(t, bmcHost.Media, "ironic inserted no CD into %s", name)
-	require.NoError(t, bmcHost.Media.Err)
-	t.Logf("%s: the ISO's volume label is %q, its kernel command line: %s", name, bmcHost.Media.VolumeID, KernelCommandLine(bmcHost.Media.KernelParams))
-	return node, bmcHost.Media
-}
-
-// boot gives the network the routers and boots the host from the ISO's
-// network data; it returns what Boot returns.
-func (s *site) boot(t *testing.T, name, mac string, routers []string, media *redfishbmc.Media) (*ramdiskhost.Host, error) {
-	t.Helper()
-	ctx := context.Background()
-	for _, router := range routers {
-		require.NoError(t, s.network.AddGateway(ctx, router))
-	}
-	host, err := s.network.AddHost(ctx, name, mac)
-	require.NoError(t, err)
-	commands, err := host.Boot(ctx, media.NetworkData, filepath.Join(s.work, "cloud-init", name))
-	t.Logf("%s applied:\n%s", name, strings.Join(commands, "\n"))
-	return host, err
-}
-
-func (s *site) startAgent(t *testing.T, host *ramdiskhost.Host, media *redfishbmc.Media) *Agent {
-	t.Helper()
-	agent, err := StartAgent(context.Background(), s.root, host.Namespace, filepath.Join(s.work, "agent", host.Name), media.KernelParams)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		agent.Stop()
-		if t.Failed() {
-			t.Log(agent)
-		}
-	})
-	return agent
-}
-
-// expectInspected: the agent, run after the ISO's network data is applied,
-// gets the node from "inspect wait" to "manageable", its inventory holds
-// the host's static addresses on the NIC with the boot MAC, and it
-// heartbeats.
-func (s *site) expectInspected(t *testing.T, name, mac string, document []byte, example *ExampleHost) {
-	t.Helper()
-	ctx := context.Background()
-	node, media := s.inspect(t, name, mac, document)
-	assert.Equal(t, "config-2", media.VolumeID, "the ISO is a config drive")
-	require.JSONEq(t, string(document), string(media.NetworkData))
-	host, err := s.boot(t, name, mac, example.Routers, media)
-	require.NoError(t, err)
-
-	begin := time.Now()
-	agent := s.startAgent(t, host, media)
-	node, err = s.ironic.WaitForProvisionState(ctx, node.UUID, nodes.Manageable, InspectionTimeout)
-	require.NoError(t, err)
-	t.Logf("%s inspected by the agent over %s, %q after %s", name, s.name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
-
-	inventory, err := s.ironic.Inventory(ctx, node.UUID)
-	require.NoError(t, err)
-	var addresses []string
-	for _, nic := range inventory.Interfaces {
-		if strings.EqualFold(nic.MACAddress, mac) {
-			addresses = slices.DeleteFunc([]string{nic.IPV4Address, nic.IPV6Address}, notStatic)
-		}
-	}
-	slices.Sort(addresses)
-	assert.Equal(t, example.IPs(), addresses, "the inventory's NIC with the boot MAC holds the host's static addresses")
-
-	require.Eventually(t, func() bool {
-		node, err = s.ironic.Node(ctx, node.UUID)
-		return err == nil && node.DriverInternalInfo["agent_last_heartbeat"] != nil
-	}, HeartbeatTimeout, time.Second, "the agent looks the node up and heartbeats")
-	assert.True(t, agent.Running(), "the agent keeps running after its heartbeat")
-	t.Logf("%s heartbeat after %s, its agent at %v", name, time.Since(begin).Round(time.Millisecond), node.DriverInternalInfo["agent_url"])
-}
-
-// notStatic says whether an inventory address is none or the NIC's IPv6
-// link-local one (fe80::...%enp1s0), which the kernel gives every NIC.
-func notStatic(address string) bool {
-	ip, err := netip.ParseAddr(address)
-	return err != nil || ip.IsLinkLocalUnicast()
+	s.BeginInspection(t, "metal3", host.Name, host.BootMACAddress, document, host.Routers).ExpectInspected(t, host.IPs())
 }
 
 // expectNeverReached: booting the host fails with bootError ("" when its
 // network data applies), the agent's inventory post fails (it posts a
 // second time), the node stays in "inspect wait", and a connection from
 // the host to the ISO's ipa-api-url fails with unreachable.
-func (s *site) expectNeverReached(t *testing.T, name, mac string, document []byte, routers []string, bootError, unreachable string) {
+func expectNeverReached(t *testing.T, s *Site, name, mac string, document []byte, routers []string, bootError, unreachable string) {
 	t.Helper()
 	ctx := context.Background()
-	node, media := s.inspect(t, name, mac, document)
+	node, media := s.Inspect(t, "metal3", name, mac, document)
 	if document == nil {
 		assert.Nil(t, media.NetworkData, "the ISO has no network_data.json")
 		assert.NotEqual(t, "config-2", media.VolumeID, "without network data the ISO is no config drive")
@@ -351,7 +199,7 @@ func (s *site) expectNeverReached(t *testing.T, name, mac string, document []byt
 		assert.Equal(t, "config-2", media.VolumeID, "the ISO is a config drive")
 		require.JSONEq(t, string(document), string(media.NetworkData))
 	}
-	host, err := s.boot(t, name, mac, routers, media)
+	host, err := s.Boot(t, name, mac, routers, media)
 	if bootError == "" {
 		require.NoError(t, err)
 	} else {
@@ -359,9 +207,9 @@ func (s *site) expectNeverReached(t *testing.T, name, mac string, document []byt
 	}
 
 	begin := time.Now()
-	agent := s.startAgent(t, host, media)
+	agent := s.StartAgent(t, host, media)
 	require.NoError(t, agent.WaitForLog(ctx, postAttempt, 2, InspectionTimeout), "the agent's first post fails, so it posts again")
-	node, err = s.ironic.Node(ctx, node.UUID)
+	node, err = s.Ironic.ReadNode(ctx, node.UUID)
 	require.NoError(t, err)
 	assert.Equal(t, string(nodes.InspectWait), node.ProvisionState, "Ironic heard nothing from %s", name)
 	t.Logf("%s: the agent posted twice in %s, the node is still %q", name, time.Since(begin).Round(time.Millisecond), node.ProvisionState)

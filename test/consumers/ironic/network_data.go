@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,8 +29,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"sigs.k8s.io/yaml"
-
-	"github.com/capm3-preprov/capm3-preprov/test/consumers/networkdataschema"
 )
 
 // RefusalError is an answer of Ironic's API other than 2xx.
@@ -142,14 +139,15 @@ type Accepted struct {
 // Accept registers the host's node and hands it the Secret's network data
 // as BMO does; Ironic must store it.
 //
-// Bonds: Ironic 21.4 (Debian 12's package) lists bond_mode "802.1ad" in its
-// network_data schema where later Ironic, including Metal3's Ironic image,
-// lists "802.3ad", the Linux name of LACP that cloud-init and glean apply.
-// Against a schema without "802.3ad", a document with an 802.3ad bond must
-// be refused with 400 Invalid network_data naming that bond, and the same
-// document with exactly that value changed to "802.1ad" must be stored: so
-// the mode's name is the only thing this Ironic refuses in it. Against a
-// schema that lists "802.3ad" the document must be stored as it is.
+// Bonds: Ironic 21.4's network_data schema listed bond_mode "802.1ad"
+// where CAPM3, Linux, cloud-init and glean say "802.3ad", the name of
+// LACP; Ironic 29.0.5's, which the tests run, lists "802.3ad" in its
+// place, so against it no bond is substituted. Against a schema without
+// "802.3ad", a document with an 802.3ad bond must be refused with 400
+// Invalid network_data naming that bond, and the same document with
+// exactly that value changed to "802.1ad" must be stored: so the mode's
+// name is the only thing this Ironic refuses in it. Against a schema that
+// lists "802.3ad" the document must be stored as it is.
 func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue []byte) (*Accepted, error) {
 	name := NodeName(namespace, host)
 	node, err := s.Node(ctx, namespace, host)
@@ -164,7 +162,7 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	if len(bonds) == 0 {
 		stored, setErr := s.setNetworkData(ctx, node, networkData)
 		if setErr != nil {
-			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, explainRefusal(setErr, networkData), s.LogPath)
+			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, s.explainRefusal(setErr, networkData), s.LogPath)
 		}
 		return &Accepted{Node: stored, NetworkData: networkData}, nil
 	}
@@ -172,21 +170,21 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	_, err = s.setNetworkData(ctx, node, networkData)
 	switch {
 	case err == nil:
-		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, networkdataschema.Path, s.bondModes)
+		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, s.schema.File, s.bondModes)
 	case !InvalidNetworkData(err) || !strings.Contains(err.Error(), "'bond_mode': '802.3ad'"):
-		return nil, fmt.Errorf("%s: ironic 21.4 must refuse the bond mode 802.3ad, and only it; it answered: %w\n(ironic log: %s)", name, explainRefusal(err, networkData), s.LogPath)
+		return nil, fmt.Errorf("%s: ironic must refuse the bond mode 802.3ad, and only it; it answered: %w\n(ironic log: %s)", name, s.explainRefusal(err, networkData), s.LogPath)
 	}
 	stored, err := s.setNetworkData(ctx, node, substituted)
 	if err != nil {
 		return nil, fmt.Errorf("%s: with bonds %v sent as 802.1ad (the only change), ironic still did not take the network data: %w\n(ironic log: %s)",
-			name, bonds, explainRefusal(err, substituted), s.LogPath)
+			name, bonds, s.explainRefusal(err, substituted), s.LogPath)
 	}
 	return &Accepted{Node: stored, NetworkData: substituted, BondModeSubstituted: true}, nil
 }
 
 // withOldBondModeName returns a copy of the document with bond mode
 // 802.3ad written 802.1ad, and the ids of the bonds it changed, when the
-// installed schema lists 802.1ad and not 802.3ad; otherwise no bonds.
+// schema lists 802.1ad and not 802.3ad; otherwise no bonds.
 func (s *Server) withOldBondModeName(networkData map[string]any) (map[string]any, []string) {
 	if slices.Contains(s.bondModes, "802.3ad") || !slices.Contains(s.bondModes, "802.1ad") {
 		return networkData, nil
@@ -266,45 +264,18 @@ func deepCopy(document map[string]any) map[string]any {
 	return copied
 }
 
-// schemaBondModes reads the bond modes the installed schema allows.
-func schemaBondModes() ([]string, error) {
-	data, err := os.ReadFile(networkdataschema.Path)
-	if err != nil {
-		return nil, fmt.Errorf("ironic's network_data schema: %w: %s", err, InstallHint)
-	}
-	var schema struct {
-		Definitions struct {
-			L2Bond struct {
-				Properties struct {
-					BondMode struct {
-						Enum []string `json:"enum"`
-					} `json:"bond_mode"`
-				} `json:"properties"`
-			} `json:"l2_bond"`
-		} `json:"definitions"`
-	}
-	if err := json.Unmarshal(data, &schema); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", networkdataschema.Path, err)
-	}
-	modes := schema.Definitions.L2Bond.Properties.BondMode.Enum
-	if len(modes) == 0 {
-		return nil, fmt.Errorf("%s lists no bond modes under definitions.l2_bond; this Ironic is not the one these tests know", networkdataschema.Path)
-	}
-	return modes, nil
-}
-
-// explainRefusal adds to a refusal of network data what the installed
-// schema finds wrong with it, every failure with its place. Ironic's own
-// message names one failure only, often in a branch of a oneOf that was
-// never meant: an IPv4 network that lacks network_id is reported as its
-// address not matching the IPv6 pattern.
-func explainRefusal(err error, networkData map[string]any) error {
+// explainRefusal adds to a refusal of network data what Ironic's schema
+// finds wrong with it, every failure with its place. Ironic's own message
+// names one failure only, often in a branch of a oneOf that was never
+// meant: an IPv4 network that lacks network_id is reported as its address
+// not matching the IPv6 pattern.
+func (s *Server) explainRefusal(err error, networkData map[string]any) error {
 	if !InvalidNetworkData(err) {
 		return err
 	}
-	failures, explainErr := networkdataschema.Failures(networkData)
+	failures, explainErr := s.schema.Failures(networkData)
 	if explainErr != nil {
-		return fmt.Errorf("%w\n(the installed schema could not say more: %w)", err, explainErr)
+		return fmt.Errorf("%w\n(ironic's schema could not say more: %w)", err, explainErr)
 	}
-	return fmt.Errorf("%w\nthe installed schema (%s) finds:\n- %s", err, networkdataschema.Path, strings.Join(failures, "\n- "))
+	return fmt.Errorf("%w\nironic's schema (%s) finds:\n- %s", err, s.schema.File, strings.Join(failures, "\n- "))
 }

@@ -14,27 +14,30 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package ironic runs a real Ironic API for the tests: Debian's ironic-api
-// and ironic-conductor (Ironic 21.4) started as one process on loopback,
-// with sqlite, no authentication, no message bus and fake hardware, and a
-// client that registers hosts and hands Ironic their network data the way
-// BMO does. With Options.VirtualMedia it is also configured as Metal3 runs
-// it for hosts that boot their ramdisk from virtual media, beside
-// ironic-inspector and an HTTP server for the ISOs it builds
-// (virtualmedia.go), and RegisterAndInspect takes a host through
-// registration and inspection as BMO does (inspect.go). Nothing here
-// imitates Ironic: what it accepts, refuses and builds is Ironic's own.
+// Package ironic runs the one real Ironic of the tests: Ironic 29 from
+// Debian 13's packages (ironic-api and ironic-conductor as one process) in
+// the Debian 13 root hack/debian13-root.sh builds under bin/ (root.go),
+// configured as Metal3's ironic-image runs it for hosts that boot their
+// ramdisk from virtual media (config.go), with fake hardware enabled beside
+// redfish. Its client hands Ironic a host's network data as BMO does
+// (network_data.go: fake-hardware nodes, for what Ironic's API accepts and
+// refuses) and registers and inspects a host as BMO HEAD does
+// (register.go), after which Ironic builds the ISO a host boots its
+// ramdisk from. Nothing here imitates Ironic: what it accepts, refuses and
+// builds is Ironic's own. test/consumers/agent runs the real
+// ironic-python-agent against it.
 package ironic
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -45,202 +48,207 @@ import (
 	"github.com/capm3-preprov/capm3-preprov/test/framework"
 )
 
-// InstallHint is what a test says when the Debian packages are missing.
-const InstallHint = networkdataschema.InstallHint
+// StartTimeout bounds the wait for Ironic's API to answer (Python imports
+// on 2 busy cores, and the schema created first).
+const StartTimeout = 5 * time.Minute
 
-// network_data exists on nodes from API microversion 1.66 on.
-const networkDataMicroversion = 66
+// ProvisioningAddress is Ironic's IPv4 address on the provisioning network
+// as a host's ramdisk sees it (Metal3's dev-env puts Ironic at 172.22.0.2
+// on 172.22.0.0/24). Ironic itself listens on loopback; a test that boots
+// a host relays this address to it (test/consumers/ramdiskhost). Ironic
+// writes it into the ISO's kernel command line (ipa-api-url, from which
+// the agent derives its inspection callback).
+const ProvisioningAddress = "172.22.0.2"
 
-// StartTimeout bounds the wait for the API to answer; it takes about 10 s on
-// 2 busy cores, most of it Python imports.
-const StartTimeout = 2 * time.Minute
+// ProvisioningIPv6Address is Ironic's address on an IPv6 provisioning
+// network: Metal3 runs one Ironic per address family its ramdisks reach it
+// over (ipa-api-url holds one URL).
+const ProvisioningIPv6Address = "fd2e:6f44:5dd8:c956::2"
 
-// Options says where the server keeps its files.
+// RamdiskAPIPort is Ironic's usual port, on the provisioning address.
+const RamdiskAPIPort = 6385
+
+// The deploy kernel and ramdisk: Ironic copies them into the ISO it
+// builds; the agent runs from the root instead, so small files stand for
+// them.
+const (
+	deployKernel  = "ironic-python-agent.kernel"
+	deployRamdisk = "ironic-python-agent.initramfs"
+)
+
+// Options says where Ironic runs and keeps its files.
 type Options struct {
-	// Dir holds the configuration and the sqlite database. Default: a new
+	// Root is the Debian 13 root. Default: FindRoot's.
+	Root *Root
+	// Dir is the work folder, mounted at /mnt in the root: the
+	// configuration, the sqlite database, http_root. Default: a new
 	// temporary folder, removed by Stop.
 	Dir string
-	// LogPath is Ironic's log (its stdout and stderr). Default: ironic.log in
-	// a new temporary folder. Stop keeps it.
+	// LogPath is Ironic's log (its stdout and stderr). Default: ironic.log
+	// in a new temporary folder. Stop keeps it.
 	LogPath string
-	// VirtualMedia configures Ironic as Metal3 runs it for hosts that boot
-	// their ramdisk from virtual media (virtualMedia.config) and starts
-	// ironic-inspector, logging beside LogPath, and an HTTP server for
-	// Ironic's http_root. Fake hardware keeps working as without it.
-	VirtualMedia bool
+	// Address is Ironic's address on the provisioning network, the one the
+	// ramdisk is given (ipa-api-url). Default: ProvisioningAddress.
+	Address string
 }
 
-// Server is one Ironic process.
+// Server is one Ironic 29 process: the API and the conductor on loopback,
+// and an HTTP server for its http_root on loopback.
 type Server struct {
-	// URL is the API's root, http://127.0.0.1:<port>.
+	// URL is the API on loopback, http://127.0.0.1:<port>.
 	URL string
 	// LogPath is Ironic's log; errors name it.
 	LogPath string
+	// Address is Ironic's address on the provisioning network.
+	Address string
+	// Root is the Debian 13 root Ironic runs in.
+	Root *Root
 
 	dir, removeDir string
-	vmedia         *virtualMedia
-	ironic         *framework.ProcessGroup
+	httpURL        string
+	http           *http.Server
+	process        *framework.ProcessGroup
 	client         *gophercloud.ServiceClient
-	// schema is what the installed schema says of bonds; see Submit.
+	// schema is Ironic's network_data schema, read from the root;
+	// bondModes is what it says of bonds (see Accept).
+	schema    *networkdataschema.Schema
 	bondModes []string
 }
 
-// Start writes the configuration, creates the database schema, starts
-// `ironic --config-file F` and waits until GET /v1 answers. On error, what
-// was started is stopped and the error names the log.
+// Start writes Ironic's configuration, creates its schema (ironic-dbsync),
+// starts `ironic` in the root and waits until GET /v1 answers. It fails,
+// naming hack/debian13-root.sh, when the process is not root or the root
+// is missing. On error, what was started is stopped and the error names
+// the log.
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
-	for _, binary := range []string{"ironic", "ironic-dbsync"} {
-		if _, err = exec.LookPath(binary); err != nil {
-			return nil, fmt.Errorf("%s is not installed (%w): %s", binary, err, InstallHint)
-		}
-	}
-	bondModes, err := schemaBondModes()
-	if err != nil {
+	if err = RequireRoot(); err != nil {
 		return nil, err
 	}
-	s := &Server{dir: opts.Dir, LogPath: opts.LogPath, bondModes: bondModes}
-	if s.dir == "" {
-		if s.dir, err = os.MkdirTemp("", "ironic-"); err != nil {
+	s := &Server{Root: opts.Root, dir: opts.Dir, LogPath: opts.LogPath, Address: opts.Address}
+	if s.Root == nil {
+		if s.Root, err = FindRoot(ctx); err != nil {
 			return nil, err
 		}
-		s.removeDir = s.dir
-	} else if err = os.MkdirAll(s.dir, 0o700); err != nil {
+	}
+	if s.Address == "" {
+		s.Address = ProvisioningAddress
+	}
+	if s.schema, err = networkdataschema.Load(networkdataschema.InRoot(s.Root.Dir)); err != nil {
 		return nil, err
 	}
-	if s.LogPath == "" {
-		var logDir string
-		if logDir, err = os.MkdirTemp("", "ironic-log-"); err != nil {
-			return nil, err
-		}
-		s.LogPath = filepath.Join(logDir, "ironic.log")
+	if s.bondModes, err = s.schema.BondModes(); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = s.Stop()
+			err = errors.Join(err, s.Stop())
 		}
 	}()
-
+	if err = s.makeFolders(); err != nil {
+		return nil, err
+	}
+	if err = s.serveHTTPRoot(ctx); err != nil {
+		return nil, err
+	}
 	port, err := framework.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(s.LogPath)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = logFile.Close() }() // an os.File buffers nothing, so no line is lost
 	s.URL = "http://127.0.0.1:" + strconv.Itoa(port)
-	if opts.VirtualMedia {
-		if s.vmedia, err = s.startVirtualMedia(ctx); err != nil {
-			return nil, err
-		}
-	}
-	config := filepath.Join(s.dir, "ironic.conf")
-	if err = os.WriteFile(config, []byte(configFile(filepath.Join(s.dir, "ironic.db"), port, s.vmedia, s.dir)), 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(s.dir, "ironic.conf"), []byte(configFile(port, s.httpURL, s.Address)), 0o600); err != nil {
 		return nil, err
 	}
-
-	s.ironic, err = startService(ctx, logFile, []string{"ironic-dbsync", "--config-file", config, "create_schema"},
-		"ironic", "--config-file", config)
-	if err != nil {
+	if err = s.startProcess(ctx); err != nil {
 		return nil, err
 	}
-
-	if err = s.waitReady(ctx); err != nil {
-		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
-	}
-	if s.vmedia != nil {
-		if err = s.vmedia.wait(ctx); err != nil {
-			return nil, fmt.Errorf("%w (log: %s)", err, s.vmedia.logPath)
-		}
-	}
-	if s.client, err = s.newClient(ctx); err != nil {
+	if s.client, err = newClient(ctx, s.URL); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, s.LogPath)
 	}
 	return s, nil
 }
 
-// configFile is one process with the API and the conductor, reached only on
-// loopback, with sqlite, no authentication and no message bus. Without
-// virtual media only the fake hardware type is enabled, with fake or no-op
-// interfaces: nothing reaches a BMC. With it, the redfish hardware type and
-// the interfaces BMO picks for a redfish-virtualmedia:// BMC are enabled
-// too, after the fake ones, so a node created without interfaces still
-// gets fake hardware's (virtualMedia.config).
-func configFile(database string, port int, vmedia *virtualMedia, dir string) string {
-	hardwareTypes, interfaces, defaults, sections := "fake-hardware", fakeInterfaces, "", ""
-	if vmedia != nil {
-		hardwareTypes = "fake-hardware,redfish"
-		interfaces = `enabled_bios_interfaces = no-bios
-enabled_boot_interfaces = fake,redfish-virtual-media
-enabled_console_interfaces = no-console
-enabled_deploy_interfaces = fake,direct
-enabled_firmware_interfaces = no-firmware
-enabled_inspect_interfaces = no-inspect,inspector
-enabled_management_interfaces = fake,redfish
-enabled_network_interfaces = noop
-enabled_power_interfaces = fake,redfish
-enabled_raid_interfaces = no-raid,redfish
-enabled_rescue_interfaces = no-rescue
-enabled_storage_interfaces = noop
-enabled_vendor_interfaces = no-vendor
-`
-		defaults, sections = vmedia.config(dir)
+// makeFolders makes the work folder, its http_root with the deploy kernel
+// and ramdisk, and the log's folder.
+func (s *Server) makeFolders() (err error) {
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "ironic-"); err != nil {
+			return err
+		}
+		s.removeDir = s.dir
 	}
-	return fmt.Sprintf(`[DEFAULT]
-auth_strategy = noauth
-rpc_transport = none
-host = localhost
-use_stderr = true
-enabled_hardware_types = %s
-%s%s
-[database]
-connection = sqlite:///%s
-
-[api]
-host_ip = 127.0.0.1
-port = %d
-
-[dhcp]
-dhcp_provider = none
-%s`, hardwareTypes, interfaces, defaults, database, port, sections)
+	if s.LogPath == "" {
+		var logDir string
+		if logDir, err = os.MkdirTemp("", "ironic-log-"); err != nil {
+			return err
+		}
+		s.LogPath = filepath.Join(logDir, "ironic.log")
+	}
+	httpRoot := filepath.Join(s.dir, "httpboot")
+	for _, folder := range []string{httpRoot, filepath.Join(s.dir, "tmp"), filepath.Join(s.dir, "state")} {
+		if err = os.MkdirAll(folder, 0o755); err != nil {
+			return err
+		}
+	}
+	for name, content := range map[string]string{
+		deployKernel:  "the test's stand-in for IPA's kernel: Ironic copies it into the ISO, the agent runs from the Debian 13 root\n",
+		deployRamdisk: "the test's stand-in for IPA's initramfs\n",
+	} {
+		if err = os.WriteFile(filepath.Join(httpRoot, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// fakeInterfaces are the fake or no-op interfaces of fake hardware.
-const fakeInterfaces = `enabled_bios_interfaces = no-bios
-enabled_boot_interfaces = fake
-enabled_console_interfaces = no-console
-enabled_deploy_interfaces = fake
-enabled_firmware_interfaces = no-firmware
-enabled_inspect_interfaces = no-inspect
-enabled_management_interfaces = fake
-enabled_network_interfaces = noop
-enabled_power_interfaces = fake
-enabled_raid_interfaces = no-raid
-enabled_rescue_interfaces = no-rescue
-enabled_storage_interfaces = noop
-enabled_vendor_interfaces = no-vendor
-`
+// serveHTTPRoot serves http_root over HTTP on loopback: Ironic downloads
+// the deploy kernel and ramdisk from it and the BMC the ISO.
+func (s *Server) serveHTTPRoot(ctx context.Context) error {
+	listener, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	s.httpURL = "http://" + listener.Addr().String()
+	s.http = &http.Server{Handler: http.FileServer(http.Dir(filepath.Join(s.dir, "httpboot"))), ReadHeaderTimeout: 10 * time.Second}
+	// One connection per download: an idle connection the server closes
+	// (after ReadHeaderTimeout) while Ironic reuses it fails the download
+	// ("Remote end closed connection without response").
+	s.http.SetKeepAlivesEnabled(false)
+	go func() { _ = s.http.Serve(listener) }()
+	return nil
+}
 
-// waitReady waits until GET /v1 answers 200, the process exits or the
-// timeout passes.
-func (s *Server) waitReady(ctx context.Context) error {
-	err := framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.ironic.Exited())
+// startProcess creates Ironic's schema, starts `ironic` in the root and
+// waits until its API answers.
+func (s *Server) startProcess(ctx context.Context) error {
+	log, err := os.Create(s.LogPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }() // an os.File buffers nothing
+	where := Chroot{Work: s.dir}
+	config := path.Join(WorkMount, "ironic.conf")
+	if err = run(s.Root.Command(ctx, where, "ironic-dbsync", "--config-file", config, "create_schema")); err != nil {
+		return err
+	}
+	// It runs until Stop: ctx bounds only the start.
+	if s.process, err = framework.StartProcessGroup(s.Root.Command(context.WithoutCancel(ctx), where, "ironic", "--config-file", config), log); err != nil {
+		return err
+	}
+	err = framework.WaitForOK(ctx, s.URL+"/v1", StartTimeout, s.process.Exited())
 	if errors.Is(err, framework.ErrProcessExited) {
-		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.ironic.State(), s.logTail(20))
+		return fmt.Errorf("ironic exited before its API answered: %s; its log ends with:\n%s", s.process.State(), FileTail(s.LogPath, 20))
 	}
 	if err != nil {
-		return fmt.Errorf("ironic's API: %w", err)
+		return fmt.Errorf("ironic's API: %w (log: %s)", err, s.LogPath)
 	}
 	return nil
 }
 
 // newClient is gophercloud's noauth bare metal client, as BMO builds it,
-// at the newest microversion this Ironic offers. BMO asks for 1.89 or newer
-// (its baseline); Ironic 21.4 offers up to 1.82, and network_data, the only
-// field these tests set beyond a node's name and driver, exists from 1.66.
-func (s *Server) newClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
-	client, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: s.URL + "/v1/"})
+// at the newest microversion Ironic offers (Ironic 29 offers more than
+// BMO HEAD's baseline, 1.89).
+func newClient(ctx context.Context, url string) (*gophercloud.ServiceClient, error) {
+	client, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: url + "/v1/"})
 	if err != nil {
 		return nil, err
 	}
@@ -248,22 +256,21 @@ func (s *Server) newClient(ctx context.Context) (*gophercloud.ServiceClient, err
 	if err != nil {
 		return nil, fmt.Errorf("reading ironic's API microversions: %w", err)
 	}
-	if versions.MaxMajor != 1 || versions.MaxMinor < networkDataMicroversion {
-		return nil, fmt.Errorf("ironic offers API %d.%d; network_data needs 1.%d", versions.MaxMajor, versions.MaxMinor, networkDataMicroversion)
-	}
-	client.Microversion = fmt.Sprintf("1.%d", versions.MaxMinor)
+	client.Microversion = fmt.Sprintf("%d.%d", versions.MaxMajor, versions.MaxMinor)
 	return client, nil
 }
 
-// Stop ends the process (SIGTERM, then SIGKILL after 10 s) and removes the
-// temporary folder of the configuration and database. The log stays.
+// Stop ends Ironic (SIGTERM, then SIGKILL after 10 s) and the HTTP server,
+// and removes a temporary work folder. The log stays.
 func (s *Server) Stop() error {
-	var errs []error
-	if s.vmedia != nil {
-		errs = append(errs, s.vmedia.stop())
+	if s.process != nil {
+		s.process.Stop()
 	}
-	if s.ironic != nil {
-		s.ironic.Stop()
+	var errs []error
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errs = append(errs, s.http.Shutdown(ctx))
 	}
 	if s.removeDir != "" {
 		errs = append(errs, os.RemoveAll(s.removeDir))
@@ -271,21 +278,7 @@ func (s *Server) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Running says whether the process is still there.
+// Running says whether Ironic is still there.
 func (s *Server) Running() bool {
-	return s.ironic != nil && s.ironic.Running()
-}
-
-// logTail is the end of the log, for errors that would otherwise send the
-// reader to the file.
-func (s *Server) logTail(lines int) string {
-	data, err := os.ReadFile(s.LogPath)
-	if err != nil {
-		return ""
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
+	return s.process != nil && s.process.Running()
 }

@@ -41,8 +41,8 @@ const ethernetDocument = `{"links":[{"ethernet_mac_address":"%s","id":"enp1s0","
 	`"routes":[{"gateway":"192.168.116.1","netmask":"0.0.0.0","network":"0.0.0.0","services":[]}],"type":"ipv4"}],` +
 	`"services":[{"address":"192.168.116.53","type":"dns"}]}`
 
-// bootEnvironment is one Ironic with virtual media, the BMCs and, as root,
-// the provisioning network.
+// bootEnvironment is the package's Ironic, the BMCs and the provisioning
+// network.
 type bootEnvironment struct {
 	ironic    *Server
 	bmc       *redfishbmc.BMC
@@ -89,7 +89,7 @@ func (env *bootEnvironment) inspect(t *testing.T, name, mac, document string) (*
 }
 
 // bootHost puts the host on the provisioning network and boots it with
-// the ISO's network data; it skips, naming why, when not root.
+// the ISO's network data.
 func (env *bootEnvironment) bootHost(t *testing.T, name, mac string, media *redfishbmc.Media) (*ramdiskhost.Host, []string, error) {
 	t.Helper()
 	ctx := context.Background()

@@ -16,10 +16,10 @@ limitations under the License.
 
 // Package redfishbmc is a stand-in for the Redfish BMCs of bare metal hosts,
 // one HTTP server on loopback playing the BMC of every host a test adds.
-// It serves what Ironic 21.4's redfish hardware type asks through sushy
-// 4.3 for a node with boot interface redfish-virtual-media, inspect
-// interface inspector and power/management redfish, in the shapes of the
-// DMTF Redfish schema (ServiceRoot, ComputerSystemCollection,
+// It serves what Ironic's redfish hardware type (Ironic 29 here; first
+// written against 21.4 and sushy 4.3) asks through sushy for a node with
+// boot interface redfish-virtual-media, inspect interface agent and
+// power/management redfish, in the shapes of the DMTF Redfish schema (ServiceRoot, ComputerSystemCollection,
 // ComputerSystem v1, ManagerCollection, Manager, VirtualMediaCollection,
 // VirtualMedia v1):
 //

@@ -18,19 +18,18 @@ package ironic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/inventory"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 )
 
 // StateTimeout bounds the wait for a node to reach a provision state.
-const StateTimeout = 2 * time.Minute
+const StateTimeout = 5 * time.Minute
 
 // VirtualMediaHost is what BMO hands Ironic of a BareMetalHost whose BMC
 // boots from virtual media.
@@ -46,34 +45,38 @@ type VirtualMediaHost struct {
 	NetworkData []byte
 }
 
-// RegisterAndInspect does what BMO v0.13.2's Ironic provisioner does for
-// a new host with pre-provisioning network data and no PreprovisioningImage
-// builder, up to the ramdisk booting for inspection, and returns the node
-// in "inspect wait": Register (enrollNode: the node with the driver and
-// interfaces of the BMC's AccessDetails, then createPXEEnabledNodePort;
-// network_data as SetNetworkData; manage), configureNode (setDeployImage:
-// deploy_kernel and deploy_ramdisk in driver_info) and InspectHardware
-// (inspect). Ironic then builds the ISO and inserts it through the BMC.
+// RegisterAndInspect does what BMO HEAD's Ironic provisioner does for a new
+// host with pre-provisioning network data, no PreprovisioningImage builder
+// and the default inspection, up to the ramdisk booting, and returns the
+// node in "inspect wait":
 //
-// Where Ironic 21.4 differs from what BMO v0.13.2 expects, this follows
-// what BMO v0.9.3, the newest BMO that registers with it, sends: no
-// firmware_interface (API 1.86) and no disable_power_off (API 1.95), and
-// inspect interface inspector instead of agent (Ironic 21.4 has no
-// built-in inspection). The node's boot mode is BIOS (capabilities
-// boot_mode:bios, BMO's bootMode legacy), which Ironic boots with isolinux.
+//   - Register/enrollNode: the node with the driver and interfaces of
+//     redfishVirtualMediaAccessDetails (boot redfish-virtual-media,
+//     firmware redfish, RAID redfish; BIOS, management, power and vendor
+//     left to Ironic), inspect interface agent (defaultInspectInterface),
+//     disable_power_off false, properties capabilities (boot mode) and
+//     cpu_arch (getHostArchitecture: x86_64 here); createPortsForNode: a
+//     PXE-enabled port for bootMACAddress; network_data from the Secret as
+//     BMO decodes it (SetNetworkData); then manage.
+//   - configureNode: driver_info deploy_kernel and deploy_ramdisk
+//     (setDeployImage), automated_clean true.
+//   - InspectHardware/startInspection: inspect.
+//
+// Ironic then builds the ISO and inserts it through the BMC. The boot mode
+// is legacy (capabilities boot_mode:bios), which Ironic boots with
+// isolinux: the Redfish stand-in reads a BIOS ISO's isolinux.cfg.
 func (s *Server) RegisterAndInspect(ctx context.Context, host VirtualMediaHost) (*nodes.Node, error) {
-	if s.vmedia == nil {
-		return nil, errors.New("this Ironic was started without Options.VirtualMedia: it cannot boot hosts from virtual media")
-	}
 	name := NodeName(host.Namespace, host.Name)
 	driverInfo, err := redfishDriverInfo(host)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	disablePowerOff := false
 	node, err := nodes.Create(ctx, s.client, nodes.CreateOpts{
 		Name: name, Driver: "redfish", DriverInfo: driverInfo,
-		BootInterface: "redfish-virtual-media", InspectInterface: "inspector", RAIDInterface: "redfish",
-		Properties: map[string]any{"capabilities": "boot_mode:bios", "cpu_arch": "x86_64"},
+		BootInterface: "redfish-virtual-media", FirmwareInterface: "redfish", InspectInterface: "agent", RAIDInterface: "redfish",
+		DisablePowerOff: &disablePowerOff,
+		Properties:      map[string]any{"capabilities": "boot_mode:bios", "cpu_arch": "x86_64"},
 	}).Extract()
 	if err != nil {
 		return nil, fmt.Errorf("registering node %s: %w (ironic log: %s)", name, asRefusal(err), s.LogPath)
@@ -84,18 +87,19 @@ func (s *Server) RegisterAndInspect(ctx context.Context, host VirtualMediaHost) 
 	}
 	if len(host.NetworkData) > 0 { // BMO sends none for a host without pre-provisioning data
 		if node, err = s.SetNetworkData(ctx, node, host.NetworkData); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w (ironic log: %s)", name, err, s.LogPath)
 		}
 	}
 	if node, err = s.provision(ctx, node, nodes.TargetManage, nodes.Manageable); err != nil {
 		return nil, err
 	}
 	node, err = nodes.Update(ctx, s.client, node.UUID, nodes.UpdateOpts{
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/deploy_kernel", Value: s.vmedia.httpURL + "/" + deployKernel},
-		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/deploy_ramdisk", Value: s.vmedia.httpURL + "/" + deployRamdisk},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/deploy_kernel", Value: s.httpURL + "/" + deployKernel},
+		nodes.UpdateOperation{Op: nodes.AddOp, Path: "/driver_info/deploy_ramdisk", Value: s.httpURL + "/" + deployRamdisk},
+		nodes.UpdateOperation{Op: nodes.ReplaceOp, Path: "/automated_clean", Value: true},
 	}).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("setting the deploy image of node %s: %w", name, asRefusal(err))
+		return nil, fmt.Errorf("configuring node %s: %w (ironic log: %s)", name, asRefusal(err), s.LogPath)
 	}
 	return s.provision(ctx, node, nodes.TargetInspect, nodes.InspectWait)
 }
@@ -126,49 +130,57 @@ func redfishDriverInfo(host VirtualMediaHost) (map[string]any, error) {
 	return info, nil
 }
 
-// provision asks for a provision state change and waits until the node is
-// in want.
+// provision asks for a provision state change, as BMO's
+// changeNodeProvisionState does, and waits until the node is in want.
 func (s *Server) provision(ctx context.Context, node *nodes.Node, target nodes.TargetProvisionState, want nodes.ProvisionState) (*nodes.Node, error) {
-	return ChangeProvisionState(ctx, s.client, node, target, want, StateTimeout, s.LogPath)
-}
-
-// ChangeProvisionState asks for a provision state change, as BMO's
-// changeNodeProvisionState does, and waits until the node is in want
-// (WaitForProvisionState). logPath, Ironic's log, is named in errors.
-func ChangeProvisionState(ctx context.Context, client *gophercloud.ServiceClient, node *nodes.Node,
-	target nodes.TargetProvisionState, want nodes.ProvisionState, timeout time.Duration, logPath string,
-) (*nodes.Node, error) {
-	if err := nodes.ChangeProvisionState(ctx, client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
-		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, asRefusal(err), logPath)
+	if err := nodes.ChangeProvisionState(ctx, s.client, node.UUID, nodes.ProvisionStateOpts{Target: target}).ExtractErr(); err != nil {
+		return nil, fmt.Errorf("%s of node %s: %w (ironic log: %s)", target, node.Name, asRefusal(err), s.LogPath)
 	}
-	return WaitForProvisionState(ctx, client, node.UUID, want, timeout, logPath)
+	return s.WaitForProvisionState(ctx, node.UUID, want, StateTimeout)
 }
 
 // WaitForProvisionState polls the node until it is in want, for at most
 // timeout, and fails at once when Ironic records an error on it. (A node
 // in "inspect wait" keeps its target "manageable".)
-func WaitForProvisionState(ctx context.Context, client *gophercloud.ServiceClient, uuid string,
-	want nodes.ProvisionState, timeout time.Duration, logPath string,
-) (*nodes.Node, error) {
+func (s *Server) WaitForProvisionState(ctx context.Context, uuid string, want nodes.ProvisionState, timeout time.Duration) (*nodes.Node, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		node, err := nodes.Get(ctx, client, uuid).Extract()
+		node, err := nodes.Get(ctx, s.client, uuid).Extract()
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("reading node %s: %w", uuid, asRefusal(err))
 		case node.ProvisionState == string(want):
 			return node, nil
 		case node.LastError != "":
-			return nil, fmt.Errorf("node %s is %q, not %q: %s (ironic log: %s)", node.Name, node.ProvisionState, want, node.LastError, logPath)
+			return nil, fmt.Errorf("node %s is %q, not %q: %s (ironic log: %s)", node.Name, node.ProvisionState, want, node.LastError, s.LogPath)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("node %s stayed %q (target %q), not %q within %s (ironic log: %s)",
-				node.Name, node.ProvisionState, node.TargetProvisionState, want, timeout, logPath)
+				node.Name, node.ProvisionState, node.TargetProvisionState, want, timeout, s.LogPath)
 		case <-ticker.C:
 		}
 	}
+}
+
+// ReadNode reads a node.
+func (s *Server) ReadNode(ctx context.Context, uuid string) (*nodes.Node, error) {
+	node, err := nodes.Get(ctx, s.client, uuid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", uuid, asRefusal(err))
+	}
+	return node, nil
+}
+
+// Inventory is what the agent posted to /v1/continue_inspection, as
+// Ironic keeps it (GET /v1/nodes/<uuid>/inventory, BMO's GetInventory).
+func (s *Server) Inventory(ctx context.Context, uuid string) (*inventory.InventoryType, error) {
+	data, err := nodes.GetInventory(ctx, s.client, uuid).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("reading the inventory of node %s: %w", uuid, asRefusal(err))
+	}
+	return &data.Inventory, nil
 }

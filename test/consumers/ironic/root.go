@@ -14,15 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package agent runs what Metal3 runs for a host that boots its ramdisk
-// from virtual media, from Debian 13's own packages: Ironic 29 (ironic-api
-// and ironic-conductor as one process) configured as Metal3's ironic-image
-// configures it, and the real ironic-python-agent in a host's network
-// namespace, both inside the Debian 13 root hack/debian13-root.sh builds
-// under bin/. The host's network is test/consumers/ramdiskhost's: no DHCP
-// server exists anywhere, the agent only has the address the ISO's network
-// data gives the host.
-package agent
+package ironic
 
 import (
 	"context"
@@ -37,9 +29,10 @@ import (
 )
 
 // RootHint says how to build the root.
-const RootHint = "build it with hack/debian13-root.sh (as root; make test-inspection runs it)"
+const RootHint = "build it with hack/debian13-root.sh (as root; make test, make test-e2e and make test-inspection run it)"
 
-// Root is the Debian 13 root: a folder with its packages installed.
+// Root is the Debian 13 root: a folder with its packages installed (Ironic
+// 29, ironic-python-agent, cloud-init and what Ironic builds ISOs with).
 type Root struct {
 	Dir string
 }
@@ -103,10 +96,35 @@ func (r *Root) Command(ctx context.Context, where Chroot, args ...string) *exec.
 	return exec.CommandContext(ctx, command[0], command[1:]...)
 }
 
-// requireRoot fails unless the process can make mount namespaces and chroot.
-func requireRoot() error {
+// RequireRoot fails unless the process can make mount namespaces and chroot.
+func RequireRoot() error {
 	if os.Geteuid() != 0 {
-		return errors.New("running Ironic and the agent in the Debian 13 root needs root (mount namespaces, chroot, network namespaces)")
+		return errors.New("running Ironic and the agent in the Debian 13 root needs root (mount namespaces, chroot, network namespaces): " +
+			"run the tests as root, after hack/debian13-root.sh has built the root")
 	}
 	return nil
+}
+
+// run runs a command in the root to its end; the error holds its output.
+func run(cmd *exec.Cmd) error {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return errors.Join(fmt.Errorf("%s: %w", strings.Join(cmd.Args[len(cmd.Args)-3:], " "), err), errors.New(lastLines(string(out), 20)))
+	}
+	return nil
+}
+
+// lastLines is the end of a text.
+func lastLines(text string, count int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-count):], "\n")
+}
+
+// FileTail is the end of a file (a log), for errors and failed tests.
+func FileTail(path string, count int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return lastLines(string(data), count)
 }
