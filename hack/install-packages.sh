@@ -4,7 +4,8 @@
 # and the OS do), python3-jsonschema, genisoimage (isoinfo reads the
 # virtual-media ISO Ironic builds, in the Redfish BMC stand-in),
 # python3-ironic (only for Ironic's network_data schema file, which the pure
-# tests of what we render check against: the same file as Ironic 29's), and
+# tests of what we render check against: Ironic 29's file but for one bond
+# mode's name, which test/consumers/networkdataschema renames), and
 # podman with runc, which load and run the manager's image (test/image; runc
 # because crun cannot run containers under a hybrid cgroup v1/v2 layout).
 # Ironic itself (29) and ironic-python-agent run from the Debian 13 root

@@ -167,7 +167,13 @@ func (b *bootEnvironment) beginInspection(ctx context.Context, c *Cluster, names
 	site := b.siteFor(ips)
 	By(fmt.Sprintf("%s: registering, managing and inspecting it in the %s site's Ironic as BMO does; booting it from the ISO's network data "+
 		"with no DHCP server, routers %v, and starting the real agent", name, site.Name, routers))
-	inspection := site.BeginInspection(GinkgoT(), namespace, name, host.Spec.BootMACAddress, secret.Data[preprovv1.NetworkDataKey], routers)
+	// The BMC credentials too, as BMO reads them; the stand-in plays the BMC.
+	credentials := &corev1.Secret{}
+	Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: host.Spec.BMC.CredentialsName}, credentials)).To(Succeed())
+	inspection := site.BeginInspection(GinkgoT(), ironic.VirtualMediaHost{
+		Namespace: namespace, Name: name, BootMACAddress: host.Spec.BootMACAddress, NetworkData: secret.Data[preprovv1.NetworkDataKey],
+		Username: string(credentials.Data["username"]), Password: string(credentials.Data["password"]),
+	}, routers)
 	return &bootingHost{Inspection: inspection, ips: ips}
 }
 

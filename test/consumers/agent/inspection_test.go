@@ -181,7 +181,13 @@ func startSites(t *testing.T, root *ironic.Root) (ipv4, ipv6 *Site) {
 // "manageable" with the host's static addresses in its inventory.
 func expectInspected(t *testing.T, s *Site, host *ExampleHost, document []byte) {
 	t.Helper()
-	s.BeginInspection(t, "metal3", host.Name, host.BootMACAddress, document, host.Routers).ExpectInspected(t, host.IPs())
+	s.BeginInspection(t, bmoHost(host.Name, host.BootMACAddress, document), host.Routers).ExpectInspected(t, host.IPs())
+}
+
+// bmoHost is what BMO hands Ironic of a host of namespace metal3 (the
+// examples' BMC credentials; the site's stand-in plays the BMC).
+func bmoHost(name, mac string, document []byte) ironic.VirtualMediaHost {
+	return ironic.VirtualMediaHost{Namespace: "metal3", Name: name, Username: "admin", Password: "password", BootMACAddress: mac, NetworkData: document}
 }
 
 // expectNeverReached: booting the host fails with bootError ("" when its
@@ -191,7 +197,7 @@ func expectInspected(t *testing.T, s *Site, host *ExampleHost, document []byte) 
 func expectNeverReached(t *testing.T, s *Site, name, mac string, document []byte, routers []string, bootError, unreachable string) {
 	t.Helper()
 	ctx := context.Background()
-	node, media := s.Inspect(t, "metal3", name, mac, document)
+	node, media := s.Inspect(t, bmoHost(name, mac, document))
 	if document == nil {
 		assert.Nil(t, media.NetworkData, "the ISO has no network_data.json")
 		assert.NotEqual(t, "config-2", media.VolumeID, "without network data the ISO is no config drive")

@@ -120,25 +120,24 @@ func NewSite(t TB, name string, server *ironic.Server, work string) (*Site, erro
 }
 
 // Inspect registers the host as BMO does (its node named
-// <namespace>~<name>), starts its inspection and returns the node in
-// "inspect wait" with the ISO Ironic inserted.
-func (s *Site) Inspect(t TB, namespace, name, mac string, document []byte) (*nodes.Node, *redfishbmc.Media) {
+// <namespace>~<name>, with the credentials and network data it is given;
+// the BMC address is the site's stand-in's), starts its inspection and
+// returns the node in "inspect wait" with the ISO Ironic inserted.
+func (s *Site) Inspect(t TB, host ironic.VirtualMediaHost) (*nodes.Node, *redfishbmc.Media) {
 	t.Helper()
-	bmcName := namespace + "-" + name
+	bmcName := host.Namespace + "-" + host.Name
+	host.BMCAddress = s.BMC.AddHost(bmcName)
 	s.registering.Lock()
 	begin := time.Now()
-	node, err := s.Ironic.RegisterAndInspect(context.Background(), ironic.VirtualMediaHost{
-		Namespace: namespace, Name: name, BMCAddress: s.BMC.AddHost(bmcName),
-		Username: "admin", Password: "password", BootMACAddress: mac, NetworkData: document,
-	})
+	node, err := s.Ironic.RegisterAndInspect(context.Background(), host)
 	s.registering.Unlock()
 	require.NoError(t, err)
-	t.Logf("%s registered, managed and in %q after %s", name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
+	t.Logf("%s registered, managed and in %q after %s", host.Name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
 	bmcHost, ok := s.BMC.Host(bmcName)
 	require.True(t, ok)
-	require.NotNil(t, bmcHost.Media, "ironic inserted no CD into %s", name)
+	require.NotNil(t, bmcHost.Media, "ironic inserted no CD into %s", host.Name)
 	require.NoError(t, bmcHost.Media.Err)
-	t.Logf("%s: the ISO's volume label is %q, its kernel command line: %s", name, bmcHost.Media.VolumeID, KernelCommandLine(bmcHost.Media.KernelParams))
+	t.Logf("%s: the ISO's volume label is %q, its kernel command line: %s", host.Name, bmcHost.Media.VolumeID, KernelCommandLine(bmcHost.Media.KernelParams))
 	return node, bmcHost.Media
 }
 
@@ -187,14 +186,14 @@ type Inspection struct {
 // must be a config drive (volume label config-2) carrying document, then
 // Boot (which must apply it) and StartAgent. Several hosts' agents run
 // side by side; ExpectInspected waits for each.
-func (s *Site) BeginInspection(t TB, namespace, name, mac string, document []byte, routers []string) *Inspection {
+func (s *Site) BeginInspection(t TB, host ironic.VirtualMediaHost, routers []string) *Inspection {
 	t.Helper()
-	node, media := s.Inspect(t, namespace, name, mac, document)
-	assert.Equal(t, "config-2", media.VolumeID, "the ISO of %s is a config drive", name)
-	require.JSONEq(t, string(document), string(media.NetworkData), "the ISO of %s carries its network data", name)
-	host, err := s.Boot(t, name, mac, routers, media)
+	node, media := s.Inspect(t, host)
+	assert.Equal(t, "config-2", media.VolumeID, "the ISO of %s is a config drive", host.Name)
+	require.JSONEq(t, string(host.NetworkData), string(media.NetworkData), "the ISO of %s carries its network data", host.Name)
+	booted, err := s.Boot(t, host.Name, host.BootMACAddress, routers, media)
 	require.NoError(t, err)
-	return &Inspection{Name: name, MAC: mac, Node: node, Agent: s.StartAgent(t, host, media), site: s, begin: time.Now()}
+	return &Inspection{Name: host.Name, MAC: host.BootMACAddress, Node: node, Agent: s.StartAgent(t, booted, media), site: s, begin: time.Now()}
 }
 
 // ExpectInspected: the agent gets the node from "inspect wait" to

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -131,23 +130,12 @@ func (s *Server) setNetworkData(ctx context.Context, node *nodes.Node, networkDa
 type Accepted struct {
 	Node        *nodes.Node
 	NetworkData map[string]any
-	// BondModeSubstituted is set when the document's 802.3ad bonds were
-	// sent as 802.1ad, see Accept.
-	BondModeSubstituted bool
 }
 
 // Accept registers the host's node and hands it the Secret's network data
-// as BMO does; Ironic must store it.
-//
-// Bonds: Ironic 21.4's network_data schema listed bond_mode "802.1ad"
-// where CAPM3, Linux, cloud-init and glean say "802.3ad", the name of
-// LACP; Ironic 29.0.5's, which the tests run, lists "802.3ad" in its
-// place, so against it no bond is substituted. Against a schema without
-// "802.3ad", a document with an 802.3ad bond must be refused with 400
-// Invalid network_data naming that bond, and the same document with
-// exactly that value changed to "802.1ad" must be stored: so the mode's
-// name is the only thing this Ironic refuses in it. Against a schema that
-// lists "802.3ad" the document must be stored as it is.
+// as BMO does; Ironic must store it. Ironic 29.0.5's schema lists bond mode
+// 802.3ad, as CAPM3, Linux and cloud-init name it (21.4's said 802.1ad), so
+// a document is sent as it is, bonds included.
 func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue []byte) (*Accepted, error) {
 	name := NodeName(namespace, host)
 	node, err := s.Node(ctx, namespace, host)
@@ -158,48 +146,11 @@ func (s *Server) Accept(ctx context.Context, namespace, host string, secretValue
 	if err = yaml.Unmarshal(secretValue, &networkData); err != nil {
 		return nil, fmt.Errorf("%s: decoding the network data as BMO does: %w", name, err)
 	}
-	substituted, bonds := s.withOldBondModeName(networkData)
-	if len(bonds) == 0 {
-		stored, setErr := s.setNetworkData(ctx, node, networkData)
-		if setErr != nil {
-			return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, s.explainRefusal(setErr, networkData), s.LogPath)
-		}
-		return &Accepted{Node: stored, NetworkData: networkData}, nil
-	}
-
-	_, err = s.setNetworkData(ctx, node, networkData)
-	switch {
-	case err == nil:
-		return nil, fmt.Errorf("%s: ironic stored bond mode 802.3ad (bonds %v) though its schema %s lists only %v", name, bonds, s.schema.File, s.bondModes)
-	case !InvalidNetworkData(err) || !strings.Contains(err.Error(), "'bond_mode': '802.3ad'"):
-		return nil, fmt.Errorf("%s: ironic must refuse the bond mode 802.3ad, and only it; it answered: %w\n(ironic log: %s)", name, s.explainRefusal(err, networkData), s.LogPath)
-	}
-	stored, err := s.setNetworkData(ctx, node, substituted)
+	stored, err := s.setNetworkData(ctx, node, networkData)
 	if err != nil {
-		return nil, fmt.Errorf("%s: with bonds %v sent as 802.1ad (the only change), ironic still did not take the network data: %w\n(ironic log: %s)",
-			name, bonds, s.explainRefusal(err, substituted), s.LogPath)
+		return nil, fmt.Errorf("%s: ironic did not take the host's network data: %w\n(ironic log: %s)", name, s.explainRefusal(err, networkData), s.LogPath)
 	}
-	return &Accepted{Node: stored, NetworkData: substituted, BondModeSubstituted: true}, nil
-}
-
-// withOldBondModeName returns a copy of the document with bond mode
-// 802.3ad written 802.1ad, and the ids of the bonds it changed, when the
-// schema lists 802.1ad and not 802.3ad; otherwise no bonds.
-func (s *Server) withOldBondModeName(networkData map[string]any) (map[string]any, []string) {
-	if slices.Contains(s.bondModes, "802.3ad") || !slices.Contains(s.bondModes, "802.1ad") {
-		return networkData, nil
-	}
-	substituted := deepCopy(networkData)
-	var bonds []string
-	links, _ := substituted["links"].([]any)
-	for _, item := range links {
-		link, _ := item.(map[string]any)
-		if link["type"] == "bond" && link["bond_mode"] == "802.3ad" {
-			link["bond_mode"] = "802.1ad"
-			bonds = append(bonds, fmt.Sprint(link["id"]))
-		}
-	}
-	return substituted, bonds
+	return &Accepted{Node: stored, NetworkData: networkData}, nil
 }
 
 // RefusesBroken checks that the checks above can fail: documents stored for

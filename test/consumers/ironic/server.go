@@ -109,10 +109,8 @@ type Server struct {
 	http           *http.Server
 	process        *framework.ProcessGroup
 	client         *gophercloud.ServiceClient
-	// schema is Ironic's network_data schema, read from the root;
-	// bondModes is what it says of bonds (see Accept).
-	schema    *networkdataschema.Schema
-	bondModes []string
+	// schema is Ironic's network_data schema, read from the root.
+	schema *networkdataschema.Schema
 }
 
 // Start writes Ironic's configuration, creates its schema (ironic-dbsync),
@@ -134,9 +132,6 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.Address = ProvisioningAddress
 	}
 	if s.schema, err = networkdataschema.Load(networkdataschema.InRoot(s.Root.Dir)); err != nil {
-		return nil, err
-	}
-	if s.bondModes, err = s.schema.BondModes(); err != nil {
 		return nil, err
 	}
 	defer func() {
