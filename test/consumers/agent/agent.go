@@ -21,11 +21,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +66,7 @@ func StartAgent(ctx context.Context, root *ironic.Root, namespace, work string, 
 		return nil, err
 	}
 	cmdline := filepath.Join(work, "cmdline")
-	if err := os.WriteFile(cmdline, []byte(KernelCommandLine(kernelParams)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cmdline, []byte(ironic.KernelCommandLine(kernelParams)+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.CopyFS(work, hardwareManager); err != nil {
@@ -88,20 +86,6 @@ func StartAgent(ctx context.Context, root *ironic.Root, namespace, work string, 
 		return nil, err
 	}
 	return a, nil
-}
-
-// KernelCommandLine is the kernel parameters as one line, sorted by name
-// (the ISO's order is lost in the map; the agent reads them by name).
-func KernelCommandLine(params map[string]string) string {
-	fields := make([]string, 0, len(params))
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if params[name] == "" {
-			fields = append(fields, name)
-			continue
-		}
-		fields = append(fields, name+"="+params[name])
-	}
-	return strings.Join(fields, " ")
 }
 
 // Running says whether the agent is still there.

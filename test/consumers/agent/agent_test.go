@@ -23,31 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestKernelCommandLine(t *testing.T) {
-	tests := []struct {
-		name   string
-		params map[string]string
-		want   string
-	}{
-		{
-			name:   "parameters by name, flags without a value",
-			params: map[string]string{"ipa-api-url": "http://172.22.0.2:6385", "nofb": "", "boot_method": "vmedia"},
-			want:   "boot_method=vmedia ipa-api-url=http://172.22.0.2:6385 nofb",
-		},
-		{
-			name:   "a value holding = stays whole",
-			params: map[string]string{"ipa-agent-token": "a=b"},
-			want:   "ipa-agent-token=a=b",
-		},
-		{name: "none", params: map[string]string{}, want: ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, KernelCommandLine(tt.params))
-		})
-	}
-}
-
 func TestAnExampleHostIsRenderedWithItsPoolsFirstAddresses(t *testing.T) {
 	host, err := LoadExampleHost("ipv6", "dual-stack-0", "dual-stack", 2)
 	require.NoError(t, err)

@@ -18,14 +18,10 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
@@ -48,121 +44,31 @@ const (
 	HeartbeatTimeout = 5 * time.Minute
 )
 
-// TB is what a site reports to: a *testing.T, or Ginkgo's GinkgoT().
-type TB interface {
-	require.TestingT
-	Helper()
-	Logf(format string, args ...any)
-	Cleanup(func())
-	Failed() bool
-}
-
-// Site is one Ironic 29 whose API the ramdisks reach at one address of the
-// provisioning network, the Redfish stand-in that plays the hosts' BMCs,
-// and the provisioning network: a relay at that address to Ironic on
-// loopback, and the hosts' routers. The inspection test
-// (inspection_test.go) and the e2e story (test/e2e) take hosts through
-// inspection with it.
+// Site is an Ironic site (ironic.Site) where the real agent runs in each
+// booted host.
 type Site struct {
-	// Name says which family the ramdisks reach Ironic over ("IPv4").
-	Name    string
-	Ironic  *ironic.Server
-	BMC     *redfishbmc.BMC
-	Network *ramdiskhost.Network
-
-	work string
-	// registering lets one host at a time register and start its
-	// inspection: Ironic is one process, and building several ISOs at once
-	// on a loaded machine slows its API past the tests' bounds. The agents
-	// run side by side.
-	registering sync.Mutex
+	*ironic.Site
 }
 
-// StartSite starts an Ironic 29 in the root whose ramdisks reach it at
-// address (ironic.Start, its files in work/ironic), then the site around
-// it (NewSite). Everything stops at t's cleanup.
-func StartSite(t TB, name string, root *ironic.Root, address, work string) (*Site, error) {
-	t.Helper()
-	begin := time.Now()
-	server, err := ironic.Start(context.Background(), ironic.Options{
-		Root: root, Dir: filepath.Join(work, "ironic"), LogPath: filepath.Join(work, "ironic.log"), Address: address,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("the %s site's Ironic: %w", name, err)
-	}
-	t.Cleanup(func() {
-		assert.NoError(t, server.Stop())
-		if t.Failed() {
-			t.Logf("the end of %s:\n%s", server.LogPath, ironic.FileTail(server.LogPath, 30))
-		}
-	})
-	t.Logf("the %s site's Ironic 29 answered after %s", name, time.Since(begin).Round(time.Millisecond))
-	return NewSite(t, name, server, work)
+// StartSite starts an Ironic site (ironic.StartSite) for the agent.
+func StartSite(t ironic.TB, name string, root *ironic.Root, address, work string) (*Site, error) {
+	site, err := ironic.StartSite(t, name, root, address, work)
+	return &Site{Site: site}, err
 }
 
-// NewSite starts the BMC stand-in and the provisioning network around a
-// running Ironic, relaying its provisioning address to its API; both stop
-// at t's cleanup. Network namespaces need root: it fails without.
-func NewSite(t TB, name string, server *ironic.Server, work string) (*Site, error) {
-	t.Helper()
-	s := &Site{Name: name, Ironic: server, work: work}
-	var err error
-	if s.BMC, err = redfishbmc.Start(filepath.Join(work, "isos")); err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { assert.NoError(t, s.BMC.Stop()) })
-	relay := net.JoinHostPort(server.Address, strconv.Itoa(ironic.RamdiskAPIPort))
-	if s.Network, err = ramdiskhost.NewNetwork(context.Background(), relay, strings.TrimPrefix(server.URL, "http://")); err != nil {
-		return nil, fmt.Errorf("the %s site's provisioning network (hosts boot in network namespaces: the tests run as root): %w", name, err)
-	}
-	t.Cleanup(func() { assert.NoError(t, s.Network.Close()) })
-	return s, nil
-}
-
-// Inspect registers the host as BMO does (its node named
-// <namespace>~<name>, with the credentials and network data it is given;
-// the BMC address is the site's stand-in's), starts its inspection and
-// returns the node in "inspect wait" with the ISO Ironic inserted.
-func (s *Site) Inspect(t TB, host ironic.VirtualMediaHost) (*nodes.Node, *redfishbmc.Media) {
-	t.Helper()
-	bmcName := host.Namespace + "-" + host.Name
-	host.BMCAddress = s.BMC.AddHost(bmcName)
-	s.registering.Lock()
-	begin := time.Now()
-	node, err := s.Ironic.RegisterAndInspect(context.Background(), host)
-	s.registering.Unlock()
-	require.NoError(t, err)
-	t.Logf("%s registered, managed and in %q after %s", host.Name, node.ProvisionState, time.Since(begin).Round(time.Millisecond))
-	bmcHost, ok := s.BMC.Host(bmcName)
-	require.True(t, ok)
-	require.NotNil(t, bmcHost.Media, "ironic inserted no CD into %s", host.Name)
-	require.NoError(t, bmcHost.Media.Err)
-	t.Logf("%s: the ISO's volume label is %q, its kernel command line: %s", host.Name, bmcHost.Media.VolumeID, KernelCommandLine(bmcHost.Media.KernelParams))
-	return node, bmcHost.Media
-}
-
-// Boot gives the network the routers (addresses with their prefix, from
-// the host's pools and never from its document) and boots the host from
-// the ISO's network data; it returns what Boot returns.
-func (s *Site) Boot(t TB, name, mac string, routers []string, media *redfishbmc.Media) (*ramdiskhost.Host, error) {
-	t.Helper()
-	ctx := context.Background()
-	for _, router := range routers {
-		require.NoError(t, s.Network.AddGateway(ctx, router))
-	}
-	host, err := s.Network.AddHost(ctx, name, mac)
-	require.NoError(t, err)
-	commands, err := host.Boot(ctx, media.NetworkData, filepath.Join(s.work, "cloud-init", name))
-	t.Logf("%s applied:\n%s", name, strings.Join(commands, "\n"))
-	return host, err
+// NewSite makes an Ironic site around a running Ironic (ironic.NewSite)
+// for the agent.
+func NewSite(t ironic.TB, name string, server *ironic.Server, work string) (*Site, error) {
+	site, err := ironic.NewSite(t, name, server, work)
+	return &Site{Site: site}, err
 }
 
 // StartAgent runs the real agent in the host's namespace with the ISO's
 // kernel parameters; it stops at t's cleanup, which shows its log after a
 // failure.
-func (s *Site) StartAgent(t TB, host *ramdiskhost.Host, media *redfishbmc.Media) *Agent {
+func (s *Site) StartAgent(t ironic.TB, host *ramdiskhost.Host, media *redfishbmc.Media) *Agent {
 	t.Helper()
-	agent, err := StartAgent(context.Background(), s.Ironic.Root, host.Namespace, filepath.Join(s.work, "agent", host.Name), media.KernelParams)
+	agent, err := StartAgent(context.Background(), s.Ironic.Root, host.Namespace, filepath.Join(s.Work, "agent", host.Name), media.KernelParams)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		agent.Stop()
@@ -186,7 +92,7 @@ type Inspection struct {
 // must be a config drive (volume label config-2) carrying document, then
 // Boot (which must apply it) and StartAgent. Several hosts' agents run
 // side by side; ExpectInspected waits for each.
-func (s *Site) BeginInspection(t TB, host ironic.VirtualMediaHost, routers []string) *Inspection {
+func (s *Site) BeginInspection(t ironic.TB, host ironic.VirtualMediaHost, routers []string) *Inspection {
 	t.Helper()
 	node, media := s.Inspect(t, host)
 	assert.Equal(t, "config-2", media.VolumeID, "the ISO of %s is a config drive", host.Name)
@@ -199,7 +105,7 @@ func (s *Site) BeginInspection(t TB, host ironic.VirtualMediaHost, routers []str
 // ExpectInspected: the agent gets the node from "inspect wait" to
 // "manageable", the inventory it posted holds exactly ips (the host's
 // static addresses) on the NIC with the boot MAC, and it heartbeats.
-func (i *Inspection) ExpectInspected(t TB, ips []string) {
+func (i *Inspection) ExpectInspected(t ironic.TB, ips []string) {
 	t.Helper()
 	ctx := context.Background()
 	node, err := i.site.Ironic.WaitForProvisionState(ctx, i.Node.UUID, nodes.Manageable, InspectionTimeout)
