@@ -131,7 +131,7 @@ BENCH_OUT ?= docs/performance.md
 bench: kube-binaries build ## Fleet benchmark against the floor, into BENCH_OUT: BENCH_HOSTS (1000), BENCH_RUNS (3), BENCH_SCENARIO=plain|hardware|restart|handoff|shard|delete; then the Go benchmarks.
 	go run ./test/bench -hosts $(BENCH_HOSTS) -runs $(BENCH_RUNS) -scenario $(BENCH_SCENARIO) -timeout $(BENCH_TIMEOUT) \
 		-manager $(BIN)/manager $(if $(BENCH_OUT),-out $(BENCH_OUT))
-	go test ./networkdata/ ./template/ ./baremetal/ -run '^$$' -bench . -benchmem -count 5
+	go test ./networkdata/ ./template/ ./baremetal/ ./internal/slim/ -run '^$$' -bench . -benchmem -count 5
 
 # The soak: SOAK_STEPS operations of a seeded random sequence against the
 # manager, IPAM's stand-in, the garbage collector and BMO's model; without

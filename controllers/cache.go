@@ -38,9 +38,9 @@ func CacheOptions(namespace, watchFilter string) cache.Options {
 	// be a second entry, and which one the cache used would depend on map order.
 	ourSecrets := labels.Set{preprovv1.ManagedLabel: preprovv1.ManagedLabelValue}
 	options := cache.Options{
-		// We never read managed fields; they are often the largest part of
-		// an object.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// We never read managed fields, often the largest part of an
+		// object, and thousands of objects repeat the rest of their metadata.
+		DefaultTransform: slim.Shared,
 	}
 	if namespace != "" {
 		options.DefaultNamespaces = map[string]cache.Config{namespace: {}}
@@ -55,6 +55,8 @@ func CacheOptions(namespace, watchFilter string) cache.Options {
 		&corev1.Secret{}:               {Label: labels.SelectorFromSet(ourSecrets)},
 		&bmov1alpha1.BareMetalHost{}:   {Transform: slim.Host},
 		&ipamv1.IPPool{}:               {Transform: slim.Pool},
+		&ipamv1.IPClaim{}:              {Transform: slim.Claim},
+		&ipamv1.IPAddress{}:            {Transform: slim.Address},
 		&clusterv1.MachineDeployment{}: {Transform: slim.MachineDeployment},
 	}
 	return options

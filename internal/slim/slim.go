@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package slim makes the copies the manager's cache keeps of the objects it
-// holds most of: only what the controllers read. Each function is a cache
-// transform; an object of another type passes unchanged.
+// holds most of: only what the controllers read, and one copy of what many
+// objects repeat (shared.go). Each function is a cache transform; an object
+// of another type passes unchanged.
 //
 // Layer: an internal/ leaf; it imports api/v1beta1 only.
 package slim
@@ -45,10 +46,19 @@ func Host(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return HostCopy(host), nil
+	slim := HostCopy(host)
+	// The copy's slices are the decoded host's, which only this transform holds.
+	ShareMetadata(slim)
+	slim.Status.Provisioning.State = bmov1alpha1.ProvisioningState(intern(string(slim.Status.Provisioning.State)))
+	if slim.Spec.ConsumerRef != nil {
+		shareReference(slim.Spec.ConsumerRef)
+	}
+	return slim, nil
 }
 
-// HostCopy is the slim copy of a BareMetalHost that Host keeps.
+// HostCopy is the slim copy of a BareMetalHost that Host keeps, before its
+// metadata is shared: it shares the host's maps and slices, and changes
+// nothing of it.
 func HostCopy(host *bmov1alpha1.BareMetalHost) *bmov1alpha1.BareMetalHost {
 	slim := &bmov1alpha1.BareMetalHost{
 		TypeMeta:   host.TypeMeta,
