@@ -109,8 +109,13 @@ func sumCalls(calls map[apiCall]int, keep func(apiCall) bool) int {
 
 func (r report) goals() section {
 	s := section{title: "Goals", table: table{header: []string{"goal", "measured", "met"}}}
-	ratio := r.column(wallRatio).median
-	s.table.add(fmt.Sprintf("controller wall time within %.1fx of the floor (median run)", goalRatio), fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
+	floorGoal := fmt.Sprintf("controller wall time within %.1fx of the floor (median run)", goalRatio)
+	if r.hasFloor() {
+		ratio := r.column(wallRatio).median
+		s.table.add(floorGoal, fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
+	} else {
+		s.table.add(floorGoal, noFloor, "not measured here")
+	}
 	steady := r.column(func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) }).max
 	steadyEvents := r.column(func(run runResult) float64 { return float64(eventWrites(run.steadyCalls)) }).max
 	s.table.add(fmt.Sprintf("zero writes in %s of steady state (worst run)", r.cfg.steady),
@@ -130,6 +135,12 @@ func (r report) goals() section {
 	s.table.add("event writes per host: the one set-up event (worst run)", fmt.Sprintf("%.4f", events), yesNo(events <= 1))
 	return s
 }
+
+// noFloor says why a run with Cluster API pools has no floor.
+const noFloor = "no floor: it makes Metal3 IPClaims; compare with the plain scenario's"
+
+// hasFloor is whether the runs measured the floor too.
+func (r report) hasFloor() bool { return !r.cfg.clusterAPIPools }
 
 func yesNo(ok bool) string {
 	if ok {
@@ -162,33 +173,38 @@ func (r report) summary() section {
 		"Wall time: from the start of the hosts' creation to the last host unpaused with its Secret. " +
 			"Processing: from the manager's (the floor's) start to the last host done. " +
 			"Per host: from the start of its creation to done, seen by a watch in the harness.")
-	row := r.summaryRows(&s)
-	row("controller wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.controller.wall) })
-	row("floor wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.floor.wall) })
-	row("ratio controller / floor, wall", "%.2f", wallRatio)
-	row("host creation (s), controller phase", "%.1f", func(run runResult) float64 { return seconds(run.controller.creating) })
-	row("controller processing (s)", "%.1f", func(run runResult) float64 { return seconds(run.controller.processing) })
-	row("floor processing (s)", "%.1f", func(run runResult) float64 { return seconds(run.floor.processing) })
-	row("ratio controller / floor, processing", "%.2f", processingRatio)
-	row("controller per host p50 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.controller.latencies, 50)) })
-	row("controller per host p99 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.controller.latencies, 99)) })
-	row("floor per host p50 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 50)) })
-	row("floor per host p99 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 99)) })
-	row("manager object writes per host", "%.2f", func(run runResult) float64 { return r.perHost(objectWrites(run.managerCalls)) })
-	row("manager writes refused (409 and such), objects and events, per host", "%.2f", func(run runResult) float64 { return r.perHost(refusedWrites(run.managerCalls)) })
-	row("manager event writes per host", "%.2f", func(run runResult) float64 { return r.perHost(eventWrites(run.managerCalls)) })
-	row("manager writes in the steady window", "%.0f", func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) })
-	row("manager's last write, after the last host was done (s)", "%.1f", func(run runResult) float64 { return seconds(run.lastWrite) })
-	row("manager peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakRSS / mib })
-	row("manager peak anonymous RSS, sampled each second (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakAnonRSS / mib })
-	row("manager peak file-backed RSS: the binary's pages, sampled each second (MiB)", "%.0f",
+	all := r.summaryRows(&s)
+	floor := all
+	if !r.hasFloor() {
+		s.notes = append(s.notes, "No floor rows: "+noFloor+".")
+		floor = func(string, string, func(runResult) float64) {}
+	}
+	all("controller wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.controller.wall) })
+	floor("floor wall time (s)", "%.1f", func(run runResult) float64 { return seconds(run.floor.wall) })
+	floor("ratio controller / floor, wall", "%.2f", wallRatio)
+	all("host creation (s), controller phase", "%.1f", func(run runResult) float64 { return seconds(run.controller.creating) })
+	all("controller processing (s)", "%.1f", func(run runResult) float64 { return seconds(run.controller.processing) })
+	floor("floor processing (s)", "%.1f", func(run runResult) float64 { return seconds(run.floor.processing) })
+	floor("ratio controller / floor, processing", "%.2f", processingRatio)
+	all("controller per host p50 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.controller.latencies, 50)) })
+	all("controller per host p99 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.controller.latencies, 99)) })
+	floor("floor per host p50 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 50)) })
+	floor("floor per host p99 (s)", "%.1f", func(run runResult) float64 { return seconds(percentile(run.floor.latencies, 99)) })
+	all("manager object writes per host", "%.2f", func(run runResult) float64 { return r.perHost(objectWrites(run.managerCalls)) })
+	all("manager writes refused (409 and such), objects and events, per host", "%.2f", func(run runResult) float64 { return r.perHost(refusedWrites(run.managerCalls)) })
+	all("manager event writes per host", "%.2f", func(run runResult) float64 { return r.perHost(eventWrites(run.managerCalls)) })
+	all("manager writes in the steady window", "%.0f", func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) })
+	all("manager's last write, after the last host was done (s)", "%.1f", func(run runResult) float64 { return seconds(run.lastWrite) })
+	all("manager peak RSS, VmHWM (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakRSS / mib })
+	all("manager peak anonymous RSS, sampled each second (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakAnonRSS / mib })
+	all("manager peak file-backed RSS: the binary's pages, sampled each second (MiB)", "%.0f",
 		func(run runResult) float64 { return run.memory.peakFileRSS / mib })
-	row("manager RSS at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endRSS / mib })
-	row("manager peak heap alloc (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapAlloc / mib })
-	row("manager peak heap in use (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapInuse / mib })
-	row("manager peak goroutines", "%.0f", func(run runResult) float64 { return run.memory.peakGoroutines })
-	row("manager heap in use at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endHeapInuse / mib })
-	row("manager CPU, whole run (s)", "%.1f", func(run runResult) float64 { return run.manager.cpuSeconds })
+	all("manager RSS at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endRSS / mib })
+	all("manager peak heap alloc (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapAlloc / mib })
+	all("manager peak heap in use (MiB)", "%.0f", func(run runResult) float64 { return run.memory.peakHeapInuse / mib })
+	all("manager peak goroutines", "%.0f", func(run runResult) float64 { return run.memory.peakGoroutines })
+	all("manager heap in use at the end (MiB)", "%.0f", func(run runResult) float64 { return run.memory.endHeapInuse / mib })
+	all("manager CPU, whole run (s)", "%.1f", func(run runResult) float64 { return run.manager.cpuSeconds })
 	return s
 }
 
@@ -197,12 +213,18 @@ func (r report) perRun() section {
 		"run", "load avg at start", "ctrl wall s", "floor wall s", "ratio", "ctrl proc s", "floor proc s", "ratio proc",
 		"p50 s", "p99 s", "writes/host", "events/host", "steady writes", "peak RSS MiB", "peak heap MiB",
 	}}}
+	floor := func(format string, value float64) string {
+		if !r.hasFloor() {
+			return "-"
+		}
+		return fmt.Sprintf(format, value)
+	}
 	for _, run := range r.runs {
 		s.table.add(strconv.Itoa(run.run), run.loadAverage,
-			fmt.Sprintf("%.1f", seconds(run.controller.wall)), fmt.Sprintf("%.1f", seconds(run.floor.wall)),
-			fmt.Sprintf("%.2f", wallRatio(run)),
-			fmt.Sprintf("%.1f", seconds(run.controller.processing)), fmt.Sprintf("%.1f", seconds(run.floor.processing)),
-			fmt.Sprintf("%.2f", processingRatio(run)),
+			fmt.Sprintf("%.1f", seconds(run.controller.wall)), floor("%.1f", seconds(run.floor.wall)),
+			floor("%.2f", wallRatio(run)),
+			fmt.Sprintf("%.1f", seconds(run.controller.processing)), floor("%.1f", seconds(run.floor.processing)),
+			floor("%.2f", processingRatio(run)),
 			fmt.Sprintf("%.1f", seconds(percentile(run.controller.latencies, 50))),
 			fmt.Sprintf("%.1f", seconds(percentile(run.controller.latencies, 99))),
 			fmt.Sprintf("%.2f", r.perHost(objectWrites(run.managerCalls))),

@@ -165,11 +165,14 @@ func scenarioWords(scenario string) string {
 func (r report) howNoisy() section {
 	notes := []string{r.loadNote()}
 	if len(r.runs) > 1 {
-		notes = append(notes, fmt.Sprintf(" Spread (max - min) / median over the runs: controller wall time %.0f%%, "+
-			"floor wall time %.0f%%, ratio %.0f%%, peak RSS %.0f%%.",
-			100*r.column(func(run runResult) float64 { return seconds(run.controller.wall) }).relative(),
-			100*r.column(func(run runResult) float64 { return seconds(run.floor.wall) }).relative(),
-			100*r.column(wallRatio).relative(),
+		floor := ""
+		if r.hasFloor() {
+			floor = fmt.Sprintf("floor wall time %.0f%%, ratio %.0f%%, ",
+				100*r.column(func(run runResult) float64 { return seconds(run.floor.wall) }).relative(),
+				100*r.column(wallRatio).relative())
+		}
+		notes = append(notes, fmt.Sprintf(" Spread (max - min) / median over the runs: controller wall time %.0f%%, %speak RSS %.0f%%.",
+			100*r.column(func(run runResult) float64 { return seconds(run.controller.wall) }).relative(), floor,
 			100*r.column(func(run runResult) float64 { return run.memory.peakRSS }).relative()))
 	}
 	return section{title: "How noisy", notes: notes}
