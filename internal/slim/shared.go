@@ -33,8 +33,8 @@ import (
 
 // Each host brings two IPClaims, two IPAddresses and a Secret into the
 // cache, and the decoder gives every one of them its own copy of what they
-// all repeat: the namespace, our label, IPAM's finalizer, the owner's kind,
-// name and UID, the pool's name. Those copies were half of a cached claim
+// all repeat: the namespace, our label, IPAM's finalizer, the owners'
+// kinds, the pool's name and UID. Those copies were half of a cached claim
 // (about 900 of 1,700 bytes). The transforms below keep one copy of each:
 // strings are interned, and label and annotation maps equal to one already
 // cached are replaced by it.
@@ -72,7 +72,7 @@ func Claim(obj any) (any, error) {
 	if _, err := Shared(claim); err != nil {
 		return nil, err
 	}
-	shareReference(&claim.Spec.Pool)
+	sharePoolReference(&claim.Spec.Pool)
 	if claim.Status.Address != nil {
 		shareReference(claim.Status.Address)
 	}
@@ -89,8 +89,13 @@ func Address(obj any) (any, error) {
 	if _, err := Shared(address); err != nil {
 		return nil, err
 	}
-	shareReference(&address.Spec.Pool)
+	sharePoolReference(&address.Spec.Pool)
 	shareReference(&address.Spec.Claim)
+	for i := range address.OwnerReferences {
+		if owner := &address.OwnerReferences[i]; owner.Kind == "IPPool" {
+			owner.Name, owner.UID = intern(owner.Name), types.UID(intern(string(owner.UID)))
+		}
+	}
 	if address.Spec.Gateway != nil {
 		*address.Spec.Gateway = ipamv1.IPAddressStr(intern(string(*address.Spec.Gateway)))
 	}
@@ -102,7 +107,9 @@ func Address(obj any) (any, error) {
 
 // ShareMetadata interns the parts of an object's metadata that many objects
 // repeat, and replaces its labels and annotations by an equal cached map.
-// Its own name, UID and resource version are its alone and stay as they are.
+// Names and UIDs, its own and its owners', are left as they are: most are
+// one object's or a few's, and interning a string costs the runtime a weak
+// reference to it, more than a few copies do.
 func ShareMetadata(object metav1.Object) {
 	object.SetNamespace(intern(object.GetNamespace()))
 	object.SetLabels(sharedMaps.share(object.GetLabels()))
@@ -115,14 +122,21 @@ func ShareMetadata(object metav1.Object) {
 	owners := object.GetOwnerReferences()
 	for i := range owners {
 		owner := &owners[i]
-		owner.APIVersion, owner.Kind, owner.Name = intern(owner.APIVersion), intern(owner.Kind), intern(owner.Name)
-		owner.UID = types.UID(intern(string(owner.UID)))
+		owner.APIVersion, owner.Kind = intern(owner.APIVersion), intern(owner.Kind)
 	}
 }
 
+// shareReference interns what a reference shares with others of its kind;
+// its name is one object's.
 func shareReference(ref *corev1.ObjectReference) {
-	ref.Namespace, ref.Name = intern(ref.Namespace), intern(ref.Name)
-	ref.APIVersion, ref.Kind = intern(ref.APIVersion), intern(ref.Kind)
+	ref.Namespace, ref.APIVersion, ref.Kind = intern(ref.Namespace), intern(ref.APIVersion), intern(ref.Kind)
+}
+
+// sharePoolReference interns a reference to a pool, which thousands of
+// claims and addresses name.
+func sharePoolReference(ref *corev1.ObjectReference) {
+	shareReference(ref)
+	ref.Name = intern(ref.Name)
 }
 
 // intern returns the one copy of s that every interned equal string shares;
@@ -182,9 +196,13 @@ func contentKey(m map[string]string) (string, bool) {
 	if len(m) == 0 || size > maxSharedContent {
 		return "", false
 	}
+	// Label and annotation maps hold a few entries: sorted on the stack.
+	keys := make([]string, 0, 8)
+	keys = slices.AppendSeq(keys, maps.Keys(m))
+	slices.Sort(keys)
 	var key strings.Builder
 	key.Grow(size + 8*len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	for _, k := range keys {
 		for _, s := range []string{k, m[k]} {
 			key.WriteString(strconv.Itoa(len(s)))
 			key.WriteByte(':')

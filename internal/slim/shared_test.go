@@ -147,9 +147,14 @@ func TestEqualMetadataIsOneCopy(t *testing.T) {
 	require.NoError(t, err)
 	address, err := Address(decodedAddress(t, 1))
 	require.NoError(t, err)
-	assert.True(t, sameString(secret.(*corev1.Secret).OwnerReferences[0].Name, a.OwnerReferences[0].Name),
-		"the host's Secret and its claim name the host with one string")
-	assert.True(t, sameString(address.(*ipamv1.IPAddress).Spec.Claim.Name, address.(*ipamv1.IPAddress).OwnerReferences[1].Name))
+	otherAddress, err := Address(decodedAddress(t, 2))
+	require.NoError(t, err)
+	pool, otherPool := address.(*ipamv1.IPAddress).OwnerReferences[0], otherAddress.(*ipamv1.IPAddress).OwnerReferences[0]
+	assert.True(t, sameString(pool.Name, otherPool.Name) && sameString(string(pool.UID), string(otherPool.UID)),
+		"every address of a pool names it with one string")
+	assert.True(t, sameString(secret.(*corev1.Secret).OwnerReferences[0].Kind, a.OwnerReferences[0].Kind))
+	assert.False(t, sameString(secret.(*corev1.Secret).OwnerReferences[0].Name, a.OwnerReferences[0].Name),
+		"a host's name is left to the few objects it owns")
 	assert.False(t, sameMap(secret.(*corev1.Secret).Labels, a.Labels), "other labels, other map")
 }
 
