@@ -114,7 +114,7 @@ func (r report) goals() section {
 		ratio := r.column(wallRatio).median
 		s.table.add(floorGoal, fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
 	} else {
-		s.table.add(floorGoal, noFloor, "not measured here")
+		s.table.add(floorGoal, "no floor: "+noFloor, "not measured here")
 	}
 	steady := r.column(func(run runResult) float64 { return float64(allWrites(run.steadyCalls)) }).max
 	steadyEvents := r.column(func(run runResult) float64 { return float64(eventWrites(run.steadyCalls)) }).max
@@ -137,7 +137,7 @@ func (r report) goals() section {
 }
 
 // noFloor says why a run with Cluster API pools has no floor.
-const noFloor = "no floor: it makes Metal3 IPClaims; compare with the plain scenario's"
+const noFloor = "the floor makes Metal3 IPClaims; compare with the plain scenario's floor"
 
 // hasFloor is whether the runs measured the floor too.
 func (r report) hasFloor() bool { return !r.cfg.clusterAPIPools }

@@ -138,20 +138,28 @@ func (r report) cpu() section {
 }
 
 func (r report) howToRepeat() section {
+	pools, flags, floor := "two /16 IPPools", "", fmt.Sprintf("The floor then runs in the fresh namespace %q of the same control "+
+		"plane, with the manager stopped (so it neither competes for the CPUs nor sees the floor's hosts): the same "+
+		"hosts, then the same object writes from a client with the same QPS and burst and as many workers. ", floorNamespace)
+	if r.cfg.clusterAPIPools {
+		pools = "two /16 InClusterIPPools served by the in-cluster provider's stand-in, also in the harness,"
+		floor = "No floor runs: it makes Metal3 IPClaims. "
+	}
+	if r.cfg.poolPreallocations {
+		flags = " --pool-preallocations"
+	}
 	return section{title: "How to repeat", notes: []string{
 		r.repeatCommand(),
 		"",
 		fmt.Sprintf("Each run starts a fresh control plane (kube-apiserver %s and etcd from `bin/k8s`, every CRD installed), "+
-			"runs the IPAM stand-in in the harness, creates the namespace %q with two /16 IPPools, %d opted-in "+
+			"runs the IPAM stand-in in the harness, creates the namespace %q with %s %d opted-in "+
 			"Metal3MachineTemplates with their Metal3DataTemplates (two pools per host: the boot NIC and a storage VLAN) "+
 			"and %d paused hosts, %s, then starts `%s` as its own process and identity "+
-			"(`--kube-api-qps=%g --kube-api-burst=%d --host-concurrency=%d`, and the environment of its Deployment: `%s`). After the last host is done it waits %s "+
-			"plus %s of steady state, then until the manager has written nothing for %s, and stops the manager. The floor then runs in the fresh namespace %q of the same control "+
-			"plane, with the manager stopped (so it neither competes for the CPUs nor sees the floor's hosts): the same "+
-			"hosts, then the same object writes from a client with the same QPS and burst and as many workers. "+
+			"(`--kube-api-qps=%g --kube-api-burst=%d --host-concurrency=%d%s`, and the environment of its Deployment: `%s`). After the last host is done it waits %s "+
+			"plus %s of steady state, then until the manager has written nothing for %s, and stops the manager. %s"+
 			"Requests are counted from the API server's audit log, per identity.",
-			r.machine.kubeAPIVersion, controllerNamespace, racks, r.cfg.hosts, scenarioWords(r.cfg.scenario), r.cfg.manager,
-			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, strings.Join(r.cfg.env, " "), settle, r.cfg.steady, r.cfg.quiet, floorNamespace),
+			r.machine.kubeAPIVersion, controllerNamespace, pools, racks, r.cfg.hosts, scenarioWords(r.cfg.scenario), r.cfg.manager,
+			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, flags, strings.Join(r.cfg.env, " "), settle, r.cfg.steady, r.cfg.quiet, floor),
 	}}
 }
 
