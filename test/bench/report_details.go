@@ -138,7 +138,7 @@ func (r report) cpu() section {
 }
 
 func (r report) howToRepeat() section {
-	pools, flags, floor := "two /16 IPPools", "", fmt.Sprintf("The floor then runs in the fresh namespace %q of the same control "+
+	pools, flags, floor := "two /16 IPPools,", "", fmt.Sprintf("The floor then runs in the fresh namespace %q of the same control "+
 		"plane, with the manager stopped (so it neither competes for the CPUs nor sees the floor's hosts): the same "+
 		"hosts, then the same object writes from a client with the same QPS and burst and as many workers. ", floorNamespace)
 	if r.cfg.clusterAPIPools {
