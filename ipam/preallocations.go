@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -45,33 +44,25 @@ import (
 // no list of ours grows with the pool, and an entry someone else changes is
 // no longer ours. A write of a pool of thousands of entries costs the API
 // server about a second however few entries it adds (measured: 1.8 s at
-// 10,000 on a loaded 2-core test machine), so hosts recording in one pool
-// share its writes: a pool is written at most once per PoolEntryWindow, and
-// the hosts that come meanwhile wait for that write together. Set up at the
-// client's pace (ten hosts a second), a fleet wrote each pool 0.7 times per
-// host when only the hosts coming during a write shared the next one, and
-// those writes took the API server's CPUs from everything else.
+// 10,000 on a loaded 2-core test machine), so hosts recording in one pool at
+// once share one patch: a host costs one pool write or less.
 type Preallocations struct {
 	Client client.Client
 
 	mu sync.Mutex
 	// collecting is, per pool, the batch that entries join; sending is
-	// true while a batch of the pool is being written; lastSent is when the
-	// pool's last write ended.
+	// true while a batch of the pool is being written.
 	collecting map[client.ObjectKey]*entryBatch
 	sending    map[client.ObjectKey]bool
-	lastSent   map[client.ObjectKey]time.Time
 }
 
 // entryBatch is the entries of one pool written by one patch.
 type entryBatch struct {
 	entries map[string]ipamv1.IPAddressStr
-	// turn is closed once no other batch of the pool is being written and
-	// PoolEntryWindow has passed since the last: then the first of its
-	// hosts to see it sends it. opening says it is closed or will be.
-	turn    chan struct{}
-	opening bool
-	taken   bool
+	// turn is closed once no other batch of the pool is being written:
+	// then the first of its hosts to see it sends it.
+	turn  chan struct{}
+	taken bool
 	// done is closed once it was written, with err.
 	done chan struct{}
 	err  error
@@ -84,7 +75,6 @@ type entryBatch struct {
 // still holds its address.
 func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetalHost, states []PoolState) ([]string, error) {
 	var full []string
-	var joined []joinedBatch
 	for _, state := range states {
 		// Only Metal3 IPPools have spec.preAllocations.
 		if state.Address == nil || state.ClaimKind == kindIPAddressClaim {
@@ -103,22 +93,11 @@ func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetal
 			full = append(full, note)
 			continue
 		}
-		joined = append(joined, joinedBatch{pool: poolKey, ip: ip, batch: p.join(poolKey, state.Claim, ip)})
-	}
-	// The host's pools are written side by side: it waits for the slowest.
-	for _, j := range joined {
-		if err := p.await(ctx, j.pool, j.batch); err != nil {
-			return nil, fmt.Errorf("recording %s in IPPool %s spec.preAllocations: %w", j.ip, j.pool, err)
+		if err := p.record(ctx, poolKey, state.Claim, ip); err != nil {
+			return nil, fmt.Errorf("recording %s in IPPool %s spec.preAllocations: %w", ip, poolKey, err)
 		}
 	}
 	return full, nil
-}
-
-// joinedBatch is a batch a host's entry joined, and which pool and address.
-type joinedBatch struct {
-	pool  client.ObjectKey
-	ip    ipamv1.IPAddressStr
-	batch *entryBatch
 }
 
 const (
@@ -165,10 +144,11 @@ func entrySize(key string, ip ipamv1.IPAddressStr) int {
 	return 2*(len(key)+len(ip)+6) + 2*(len(key)+7)
 }
 
-// await returns once the batch the host joined is written. The first of its
-// hosts to find the batch's turn come sends it; the others wait, and while
-// it is written the next batch collects.
-func (p *Preallocations) await(ctx context.Context, poolKey client.ObjectKey, batch *entryBatch) error {
+// record adds the entry to the pool's collecting batch and returns once that
+// batch is written. The first host to find the pool free sends the batch;
+// the others wait, and while it is written the next batch collects.
+func (p *Preallocations) record(ctx context.Context, poolKey client.ObjectKey, key string, ip ipamv1.IPAddressStr) error {
+	batch := p.join(poolKey, key, ip)
 	turn := batch.turn
 	for {
 		select {
@@ -191,32 +171,17 @@ func (p *Preallocations) join(poolKey client.ObjectKey, key string, ip ipamv1.IP
 	defer p.mu.Unlock()
 	if p.collecting == nil {
 		p.collecting, p.sending = map[client.ObjectKey]*entryBatch{}, map[client.ObjectKey]bool{}
-		p.lastSent = map[client.ObjectKey]time.Time{}
 	}
 	batch := p.collecting[poolKey]
 	if batch == nil {
 		batch = &entryBatch{entries: map[string]ipamv1.IPAddressStr{}, turn: make(chan struct{}), done: make(chan struct{})}
 		if !p.sending[poolKey] {
-			p.openTurnLocked(poolKey, batch)
+			close(batch.turn)
 		}
 		p.collecting[poolKey] = batch
 	}
 	batch.entries[key] = ip
 	return batch
-}
-
-// openTurnLocked gives the batch its turn PoolEntryWindow after the pool's
-// last write ended, at once if that is past.
-func (p *Preallocations) openTurnLocked(poolKey client.ObjectKey, batch *entryBatch) {
-	if batch.opening {
-		return
-	}
-	batch.opening = true
-	if wait := time.Until(p.lastSent[poolKey].Add(PoolEntryWindow)); wait > 0 {
-		time.AfterFunc(wait, func() { close(batch.turn) })
-		return
-	}
-	close(batch.turn)
 }
 
 // take makes the caller the sender of batch, unless another host is.
@@ -240,9 +205,8 @@ func (p *Preallocations) send(ctx context.Context, poolKey client.ObjectKey, bat
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.sending, poolKey)
-	p.lastSent[poolKey] = time.Now()
 	if next := p.collecting[poolKey]; next != nil {
-		p.openTurnLocked(poolKey, next)
+		close(next.turn)
 	}
 }
 

@@ -118,67 +118,6 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	assert.Equal(t, recorded+1, patches.Load(), "the sweep removes all entries of deleted hosts in one write")
 }
 
-// Hosts set up one after another, at the client's pace, share their pool's
-// writes too: a pool is written at most once per window, and each host
-// still waits for its entry. Each host here comes alone, after the last
-// write of a small pool has ended: without the window, each wrote the pool.
-// A host with two pools waits for both writes side by side.
-func TestHostsRecordingOneAfterAnotherShareTheirPoolWrites(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "preallocations-paced-"}}
-	require.NoError(t, k8sClient.Create(ctx, ns))
-	pools := []*ipamv1.IPPool{
-		fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.0.250", "10.0.0.1"),
-		fixtures.Pool(ns.Name, "storage", "10.1.0.10", "10.1.0.250", "10.1.0.1"),
-	}
-	for _, pool := range pools {
-		require.NoError(t, k8sClient.Create(ctx, pool))
-	}
-	c, patches := cachedPoolPatchCounter(ctx, t, ns.Name)
-	require.EventuallyWithT(t, func(collect *assert.CollectT) {
-		for _, pool := range pools {
-			assert.NoError(collect, c.Get(ctx, client.ObjectKeyFromObject(pool), &ipamv1.IPPool{}))
-		}
-	}, 30*time.Second, 100*time.Millisecond)
-
-	const hosts, pace = 20, 100 * time.Millisecond
-	preallocations := &ipam.Preallocations{Client: c}
-	var wg sync.WaitGroup
-	errs := make([]error, hosts)
-	start := time.Now()
-	for i := range hosts {
-		time.Sleep(pace)
-		wg.Go(func() {
-			host := fixtures.Host(ns.Name, fmt.Sprintf("paced-%02d", i), "", nil)
-			states := make([]ipam.PoolState, 0, len(pools))
-			for j, pool := range pools {
-				states = append(states, ipam.PoolState{
-					Pool: pool.Name, Claim: ipam.ClaimName(host.Name, pool.Name),
-					Address: &networkdata.Address{IP: fmt.Sprintf("10.%d.0.%d", j, 10+i), Prefix: 24},
-				})
-			}
-			_, errs[i] = preallocations.Ensure(ctx, host, states)
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	for i, err := range errs {
-		require.NoError(t, err, "host paced-%02d", i)
-	}
-	written := patches.Load()
-	t.Logf("%d pool writes for %d hosts of two pools coming every %s, in %s", written, hosts, pace, elapsed.Round(time.Millisecond))
-	// Per pool: the first write at once, then one per window at most.
-	windows := int64(elapsed/ipam.PoolEntryWindow) + 2
-	assert.LessOrEqual(t, written, int64(len(pools))*windows, "pool writes for %d hosts in %s", hosts, elapsed.Round(time.Millisecond))
-	for j, pool := range pools {
-		require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
-		assert.Len(t, pool.Spec.PreAllocations, hosts, "every host's entry in %s", pool.Name)
-		assert.Equal(t, ipamv1.IPAddressStr(fmt.Sprintf("10.%d.0.%d", j, 10+hosts-1)),
-			pool.Spec.PreAllocations[ipam.ClaimName(fmt.Sprintf("paced-%02d", hosts-1), pool.Name)])
-	}
-}
-
 // recordAsOurs writes entries as the backstop does, with its field
 // manager, in one patch (the test's stand-in for hosts recorded over time).
 func recordAsOurs(t *testing.T, pool *ipamv1.IPPool, entries map[string]ipamv1.IPAddressStr) {
