@@ -47,6 +47,12 @@ import (
 // repeated parts (see ShareMetadata): the transform of every cached type
 // without one of its own.
 func Shared(obj any) (any, error) {
+	shareObject(obj)
+	return obj, nil
+}
+
+// shareObject is Shared for the transforms that go on to the object's spec.
+func shareObject(obj any) {
 	if object, ok := obj.(metav1.Object); ok {
 		// As controller-runtime's TransformStripManagedFields: an
 		// unstructured object would gain an empty list.
@@ -60,7 +66,6 @@ func Shared(obj any) (any, error) {
 			typeMeta.APIVersion, typeMeta.Kind = intern(typeMeta.APIVersion), intern(typeMeta.Kind)
 		}
 	}
-	return obj, nil
 }
 
 // Claim is Shared for an IPClaim, with its pool and address references.
@@ -69,9 +74,7 @@ func Claim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if _, err := Shared(claim); err != nil {
-		return nil, err
-	}
+	shareObject(claim)
 	sharePoolReference(&claim.Spec.Pool)
 	if claim.Status.Address != nil {
 		shareReference(claim.Status.Address)
@@ -86,9 +89,7 @@ func Address(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if _, err := Shared(address); err != nil {
-		return nil, err
-	}
+	shareObject(address)
 	sharePoolReference(&address.Spec.Pool)
 	shareReference(&address.Spec.Claim)
 	for i := range address.OwnerReferences {

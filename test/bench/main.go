@@ -88,6 +88,11 @@ func (cfg config) variant() string {
 	return strings.Join(words, " ")
 }
 
+// hasFloor is whether the run measures the floor beside the manager: the
+// floor creates Metal3 IPClaims only, so a fleet on Cluster API pools is
+// compared with the plain scenario's floor instead.
+func (cfg config) hasFloor() bool { return !cfg.clusterAPIPools }
+
 // managerArgs are the manager's flags the run's options ask for.
 func (cfg config) managerArgs() []string {
 	if cfg.poolPreallocations {

@@ -110,7 +110,7 @@ func sumCalls(calls map[apiCall]int, keep func(apiCall) bool) int {
 func (r report) goals() section {
 	s := section{title: "Goals", table: table{header: []string{"goal", "measured", "met"}}}
 	floorGoal := fmt.Sprintf("controller wall time within %.1fx of the floor (median run)", goalRatio)
-	if r.hasFloor() {
+	if r.cfg.hasFloor() {
 		ratio := r.column(wallRatio).median
 		s.table.add(floorGoal, fmt.Sprintf("%.2fx", ratio), yesNo(ratio <= goalRatio))
 	} else {
@@ -136,11 +136,8 @@ func (r report) goals() section {
 	return s
 }
 
-// noFloor says why a run with Cluster API pools has no floor.
+// noFloor says why a run without a floor (config.hasFloor) has none.
 const noFloor = "the floor makes Metal3 IPClaims; compare with the plain scenario's floor"
-
-// hasFloor is whether the runs measured the floor too.
-func (r report) hasFloor() bool { return !r.cfg.clusterAPIPools }
 
 func yesNo(ok bool) string {
 	if ok {
@@ -175,7 +172,7 @@ func (r report) summary() section {
 			"Per host: from the start of its creation to done, seen by a watch in the harness.")
 	all := r.summaryRows(&s)
 	floor := all
-	if !r.hasFloor() {
+	if !r.cfg.hasFloor() {
 		s.notes = append(s.notes, "No floor rows: "+noFloor+".")
 		floor = func(string, string, func(runResult) float64) {}
 	}
@@ -214,7 +211,7 @@ func (r report) perRun() section {
 		"p50 s", "p99 s", "writes/host", "events/host", "steady writes", "peak RSS MiB", "peak heap MiB",
 	}}}
 	floor := func(format string, value float64) string {
-		if !r.hasFloor() {
+		if !r.cfg.hasFloor() {
 			return "-"
 		}
 		return fmt.Sprintf(format, value)

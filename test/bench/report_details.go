@@ -138,16 +138,16 @@ func (r report) cpu() section {
 }
 
 func (r report) howToRepeat() section {
-	pools, flags, floor := "two /16 IPPools,", "", fmt.Sprintf("The floor then runs in the fresh namespace %q of the same control "+
+	pools, floor := "two /16 IPPools,", fmt.Sprintf("The floor then runs in the fresh namespace %q of the same control "+
 		"plane, with the manager stopped (so it neither competes for the CPUs nor sees the floor's hosts): the same "+
 		"hosts, then the same object writes from a client with the same QPS and burst and as many workers. ", floorNamespace)
 	if r.cfg.clusterAPIPools {
 		pools = "two /16 InClusterIPPools served by the in-cluster provider's stand-in, also in the harness,"
-		floor = "No floor runs: it makes Metal3 IPClaims. "
 	}
-	if r.cfg.poolPreallocations {
-		flags = " --pool-preallocations"
+	if !r.cfg.hasFloor() {
+		floor = "No floor runs: " + noFloor + ". "
 	}
+	flags := strings.Join(append([]string{""}, r.cfg.managerArgs()...), " ")
 	return section{title: "How to repeat", notes: []string{
 		r.repeatCommand(),
 		"",
@@ -174,7 +174,7 @@ func (r report) howNoisy() section {
 	notes := []string{r.loadNote()}
 	if len(r.runs) > 1 {
 		floor := ""
-		if r.hasFloor() {
+		if r.cfg.hasFloor() {
 			floor = fmt.Sprintf("floor wall time %.0f%%, ratio %.0f%%, ",
 				100*r.column(func(run runResult) float64 { return seconds(run.floor.wall) }).relative(),
 				100*r.column(wallRatio).relative())

@@ -101,9 +101,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 			err = b.floorPhase(ctx)
 		}
 	case scenarioPlain:
-		// The floor creates Metal3 IPClaims only: a fleet on Cluster API
-		// pools is compared with the plain scenario's floor.
-		if err = b.controllerPhase(ctx); err == nil && !b.cfg.clusterAPIPools {
+		if err = b.controllerPhase(ctx); err == nil && b.cfg.hasFloor() {
 			err = b.floorPhase(ctx)
 		}
 	default:
