@@ -53,7 +53,21 @@ type deleteResult struct {
 	// fleet was gone, if it did: a finding of the run, not a reason to lose
 	// its measurements.
 	stopFailure error
+	// left is what the manager's fleet still had when the harness stopped
+	// waiting at -delete-limit; then controller is the limit.
+	left deleteLeft
 }
+
+// deleteLeft is what a deleted fleet still had when the harness stopped
+// waiting for it.
+type deleteLeft struct {
+	// objects are its IPClaims, IPAddresses and network data Secrets.
+	objects int
+	// entries are its pools' spec.preAllocations entries.
+	entries int
+}
+
+func (l deleteLeft) any() bool { return l.objects > 0 || l.entries > 0 }
 
 // deletePhase lets the manager set the fleet up, deletes every host at once
 // with the manager running, then does the same with the floor's fleet and
@@ -68,11 +82,11 @@ func (b *bench) deletePhase(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, manager.Stop()) }()
 	pids := b.cp.pids()
 	pids["manager"], pids["harness"] = manager.PID(), os.Getpid()
-	start, gone, cpu, err := b.deleteFleet(phaseCtx, controllerNamespace, pids, manager.running)
+	start, gone, cpu, left, err := b.deleteFleet(phaseCtx, controllerNamespace, pids, manager.running, b.cfg.deleteLimit)
 	if err != nil {
 		return err
 	}
-	b.result.deletion.controller, b.result.deletion.cpu = gone.Sub(start), cpu
+	b.result.deletion.controller, b.result.deletion.cpu, b.result.deletion.left = gone.Sub(start), cpu, left
 	if err = sleepUntil(ctx, gone.Add(settle)); err != nil {
 		return err
 	}
@@ -88,7 +102,10 @@ func (b *bench) deletePhase(ctx context.Context) (err error) {
 	if err = b.floorPhase(ctx); err != nil {
 		return err
 	}
-	start, gone, _, err = b.deleteFleet(phaseCtx, floorNamespace, b.cp.pids(), func() error { return nil })
+	start, gone, _, left, err = b.deleteFleet(phaseCtx, floorNamespace, b.cp.pids(), func() error { return nil }, 0)
+	if err == nil && left.any() {
+		err = fmt.Errorf("the floor's deletes left %d claims, addresses and Secrets", left.objects)
+	}
 	b.result.deletion.floor = gone.Sub(start)
 	return err
 }
@@ -96,23 +113,56 @@ func (b *bench) deletePhase(ctx context.Context) (err error) {
 // deleteFleet deletes every host of namespace, creators at a time, and
 // returns when the first delete started, when the last claim, address and
 // Secret of the fleet was gone, and the CPU each of pids used meanwhile.
-func (b *bench) deleteFleet(ctx context.Context, namespace string, pids map[string]int, alive func() error,
-) (time.Time, time.Time, map[string]float64, error) {
+// With a limit, it stops waiting that long after the first delete and
+// returns the limit as the time taken, with what was left.
+func (b *bench) deleteFleet(ctx context.Context, namespace string, pids map[string]int, alive func() error, limit time.Duration,
+) (time.Time, time.Time, map[string]float64, deleteLeft, error) {
 	watched, err := watchLeftovers(ctx, b.cp.Config, namespace)
 	if err != nil {
-		return time.Time{}, time.Time{}, nil, err
+		return time.Time{}, time.Time{}, nil, deleteLeft{}, err
 	}
 	progressf("run %d: deleting %d hosts in %s (%d claims, addresses and Secrets)", b.result.run, b.cfg.hosts, namespace, watched.count())
 	cpu := startCPUMeter(pids)
 	start := time.Now()
+	waitCtx, stopWaiting := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		waitCtx, stopWaiting = context.WithDeadline(ctx, start.Add(limit))
+	}
+	defer stopWaiting()
 	if err = deleteHosts(ctx, b.cp.Client, namespace, b.cfg.hosts); err != nil {
-		return time.Time{}, time.Time{}, nil, err
+		return time.Time{}, time.Time{}, nil, deleteLeft{}, err
 	}
-	gone, err := watched.wait(ctx, b.result.run, alive)
-	if err == nil && b.cfg.poolPreallocations && namespace == controllerNamespace {
-		gone, err = b.waitForNoPreallocations(ctx, namespace, gone, alive)
+	gone, err := watched.wait(waitCtx, b.result.run, alive)
+	withEntries := b.cfg.poolPreallocations && namespace == controllerNamespace
+	if err == nil && withEntries {
+		gone, err = b.waitForNoPreallocations(waitCtx, namespace, gone, alive)
 	}
-	return start, gone, cpu.used(), err
+	if err == nil || ctx.Err() != nil || waitCtx.Err() == nil {
+		return start, gone, cpu.used(), deleteLeft{}, err
+	}
+	left := deleteLeft{objects: watched.count()}
+	if withEntries {
+		if left.entries, err = b.preallocationEntries(ctx, namespace); err != nil {
+			return time.Time{}, time.Time{}, nil, deleteLeft{}, err
+		}
+	}
+	progressf("run %d: delete: stopped waiting after %s with %d claims, addresses and Secrets and %d spec.preAllocations entries left",
+		b.result.run, limit, left.objects, left.entries)
+	return start, start.Add(limit), cpu.used(), left, nil
+}
+
+// preallocationEntries counts the namespace's pools' spec.preAllocations
+// entries.
+func (b *bench) preallocationEntries(ctx context.Context, namespace string) (int, error) {
+	pools := &ipamv1.IPPoolList{}
+	if err := b.cp.Client.List(ctx, pools, client.InNamespace(namespace)); err != nil {
+		return 0, err
+	}
+	entries := 0
+	for i := range pools.Items {
+		entries += len(pools.Items[i].Spec.PreAllocations)
+	}
+	return entries, nil
 }
 
 // waitForNoPreallocations returns when the namespace's pools hold no
@@ -121,13 +171,9 @@ func (b *bench) deleteFleet(ctx context.Context, namespace string, pids map[stri
 // was so at once.
 func (b *bench) waitForNoPreallocations(ctx context.Context, namespace string, gone time.Time, alive func() error) (time.Time, error) {
 	for said := time.Now(); ; {
-		pools := &ipamv1.IPPoolList{}
-		if err := b.cp.Client.List(ctx, pools, client.InNamespace(namespace)); err != nil {
+		entries, err := b.preallocationEntries(ctx, namespace)
+		if err != nil {
 			return time.Time{}, err
-		}
-		entries := 0
-		for i := range pools.Items {
-			entries += len(pools.Items[i].Spec.PreAllocations)
 		}
 		if entries == 0 {
 			return gone, nil

@@ -68,7 +68,11 @@ type config struct {
 	steady       time.Duration
 	quiet        time.Duration
 	timeout      time.Duration
-	limits       clientLimits
+	// deleteLimit, in the delete scenario, is how long the harness waits
+	// for the manager's fleet to be gone before it reports what is left; 0
+	// waits until the run's timeout, which fails the run.
+	deleteLimit time.Duration
+	limits      clientLimits
 	// poolPreallocations runs the manager with --pool-preallocations.
 	poolPreallocations bool
 	// clusterAPIPools takes every host's addresses from InClusterIPPools
@@ -99,6 +103,12 @@ func (cfg config) managerArgs() []string {
 		return []string{"--pool-preallocations"}
 	}
 	return nil
+}
+
+// managerFlags are managerArgs as the reports write them after other
+// flags: each with a space before it.
+func (cfg config) managerFlags() string {
+	return strings.Join(append([]string{""}, cfg.managerArgs()...), " ")
 }
 
 // clientLimits are the manager's client rate limits and workers; the floor
@@ -132,6 +142,9 @@ func main() {
 	flag.DurationVar(&cfg.quiet, "quiet", 10*time.Second,
 		"After the steady window, the manager runs until it has written nothing for this long; the requests per host count until then.")
 	flag.DurationVar(&cfg.timeout, "timeout", 45*time.Minute, "The limit of one run.")
+	flag.DurationVar(&cfg.deleteLimit, "delete-limit", 0,
+		"delete scenario: stop waiting for the manager's fleet to be gone this long after the first delete, and report what is left "+
+			"(for a manager that never finishes); 0 waits until -timeout, which fails the run.")
 	flag.Float64Var(&cfg.limits.qps, "qps", 20, "The manager's --kube-api-qps, and the floor's.")
 	flag.IntVar(&cfg.limits.burst, "burst", 30, "The manager's --kube-api-burst, and the floor's.")
 	flag.IntVar(&cfg.limits.concurrency, "concurrency", 10, "The manager's --host-concurrency, and the floor's workers.")
@@ -177,6 +190,8 @@ func validate(cfg config) error {
 		return fmt.Errorf("-scenario %s needs at least %d hosts, one per shard", scenarioShard, len(shardNames))
 	case cfg.clusterAPIPools && (cfg.scenario != scenarioPlain || cfg.poolPreallocations):
 		return errors.New("-cluster-api-pools runs the plain scenario only, without -pool-preallocations (Cluster API pools have no spec.preAllocations)")
+	case cfg.deleteLimit < 0 || (cfg.deleteLimit > 0 && cfg.scenario != scenarioDelete):
+		return errors.New("-delete-limit is a positive duration of the delete scenario")
 	case cfg.limits.qps <= 0 || cfg.limits.burst < 1 || cfg.limits.concurrency < 1:
 		return errors.New("-qps, -burst and -concurrency must be positive")
 	}

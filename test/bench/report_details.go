@@ -147,7 +147,6 @@ func (r report) howToRepeat() section {
 	if !r.cfg.hasFloor() {
 		floor = "No floor runs: " + noFloor + ". "
 	}
-	flags := strings.Join(append([]string{""}, r.cfg.managerArgs()...), " ")
 	return section{title: "How to repeat", notes: []string{
 		r.repeatCommand(),
 		"",
@@ -159,7 +158,7 @@ func (r report) howToRepeat() section {
 			"plus %s of steady state, then until the manager has written nothing for %s, and stops the manager. %s"+
 			"Requests are counted from the API server's audit log, per identity.",
 			r.machine.kubeAPIVersion, controllerNamespace, pools, racks, r.cfg.hosts, scenarioWords(r.cfg.scenario), r.cfg.manager,
-			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, flags, strings.Join(r.cfg.env, " "), settle, r.cfg.steady, r.cfg.quiet, floor),
+			r.cfg.limits.qps, r.cfg.limits.burst, r.cfg.limits.concurrency, r.cfg.managerFlags(), strings.Join(r.cfg.env, " "), settle, r.cfg.steady, r.cfg.quiet, floor),
 	}}
 }
 
