@@ -182,6 +182,13 @@ func (m *HostManager) claimAddresses(ctx context.Context, s *hostSetUp) (bool, O
 		return stopAt(outcome)
 	}
 	if len(waiting) > 0 {
+		if m.Preallocations != nil {
+			// An entry of ours whose address another claim holds keeps IPAM
+			// from serving the claim.
+			if err := m.Preallocations.RemoveTaken(ctx, s.host, states); err != nil {
+				return failed(err)
+			}
+		}
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for IP addresses", "reasons", waiting)
 		return stopAt(Outcome{Phase: PhaseWaiting, Waiting: WaitingForIPAM, Template: s.governing.Ref,
 			Message: strings.Join(waiting, "; "), RequeueAfter: retryAfter})

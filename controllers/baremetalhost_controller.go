@@ -122,6 +122,7 @@ func (r *BareMetalHostReconciler) SetupWithManager(mgr ctrl.Manager, options con
 			builder.WithPredicates(poolAddressesChanged)).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(pools.forReleasedPreAllocation),
 			builder.WithPredicates(preAllocationReleased)).
+		Watches(&ipamv1.IPPool{}, pools.sweepHostsOfRecordedEntries()).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(hosts.forMachineTemplateUser),
 			builder.WithPredicates(notInInitialList, machineTemplateReferenceChanged)).
 		Watches(&ipamv1.IPClaim{}, toOwningHost).

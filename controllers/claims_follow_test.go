@@ -89,11 +89,16 @@ func TestPreallocationFollowsTheClaim(t *testing.T) {
 	assert.Equal(t, "192.0.2.10", ipOf(waitForNetworkData(t, ns, "node-0")))
 	backstop, _ := countingHostManager(t, false)
 	backstop.Preallocations = &ipam.Preallocations{Client: backstop.Client}
-	_, err := backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = backstop.Preallocations.Start(ctx) }()
+	_, err := backstop.Reconcile(ctx, getHost(t, ns, "node-0"))
 	require.NoError(t, err)
 	oldPool := &ipamv1.IPPool{}
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
-	require.Equal(t, ipamv1.IPAddressStr("192.0.2.10"), oldPool.Spec.PreAllocations["node-0-old"])
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, backstop.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
+		assert.Equal(c, ipamv1.IPAddressStr("192.0.2.10"), oldPool.Spec.PreAllocations["node-0-old"])
+	}, waitTimeout, pollInterval)
 
 	setNetworkData(t, ns, "rack-r1", fixtures.PoolNetworkData("new"))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -101,9 +106,9 @@ func TestPreallocationFollowsTheClaim(t *testing.T) {
 		assert.True(c, claimGone(ns, "node-0-old"), "the claim on the old pool is still there")
 	}, waitTimeout, pollInterval)
 
-	_, err = backstop.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	_, err = backstop.Reconcile(ctx, getHost(t, ns, "node-0"))
 	require.NoError(t, err)
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, oldPool))
 	assert.NotContains(t, oldPool.Spec.PreAllocations, "node-0-old")
 	assert.NotContains(t, oldPool.Annotations, preprovv1.PreallocatedForAnnotation)
 }

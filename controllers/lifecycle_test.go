@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	capm3 "github.com/metal3-io/cluster-api-provider-metal3/api/v1beta2"
@@ -365,20 +366,33 @@ func TestPoolPreallocationsBackstop(t *testing.T) {
 	)
 	ip := waitForNetworkData(t, ns, "node-0")["networks"].([]any)[0].(map[string]any)["ip_address"]
 
-	// The manager runs without the backstop; one with it records the address.
+	// The manager runs without the backstop; one with it records the
+	// address: the host's reconcile queues it, and the pool's next write
+	// records it.
 	manager, writes := countingHostManager(t, false)
 	manager.Preallocations = &ipam.Preallocations{Client: manager.Client}
-	outcome, err := manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = manager.Preallocations.Start(ctx) }()
+	outcome, err := manager.Reconcile(ctx, getHost(t, ns, "node-0"))
 	require.NoError(t, err)
 	assert.Equal(t, baremetal.PhaseReady, outcome.Phase)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+		assert.Equal(c, ip, string(pool.Spec.PreAllocations["node-0-provisioning"]))
+	}, waitTimeout, pollInterval)
 	assert.Equal(t, []string{"patch IPPool: 1"}, writes.Writes())
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
-	assert.Equal(t, ip, string(pool.Spec.PreAllocations["node-0-provisioning"]))
 	assert.NotContains(t, pool.Annotations, preprovv1.PreallocatedForAnnotation, "the entry is ours by its field manager alone")
 
 	writes.(interface{ Reset() }).Reset()
-	_, err = manager.Reconcile(context.Background(), getHost(t, ns, "node-0"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cached := &ipamv1.IPPool{}
+		require.NoError(c, manager.Client.Get(ctx, client.ObjectKeyFromObject(pool), cached))
+		assert.Contains(c, cached.Spec.PreAllocations, "node-0-provisioning")
+	}, waitTimeout, pollInterval)
+	_, err = manager.Reconcile(ctx, getHost(t, ns, "node-0"))
 	require.NoError(t, err)
+	time.Sleep(2 * ipam.PoolEntryWindow)
 	assert.Empty(t, writes.Writes(), "the backstop wrote an unchanged entry again")
 
 	// The host goes: its entry goes, the user's stays.
@@ -387,6 +401,24 @@ func TestPoolPreallocationsBackstop(t *testing.T) {
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
 		assert.Equal(c, map[string]ipamv1.IPAddressStr{"someone-else": "192.0.2.20"}, pool.Spec.PreAllocations)
 		assert.NotContains(c, pool.Annotations, preprovv1.PreallocatedForAnnotation)
+	}, waitTimeout, pollInterval)
+}
+
+// An entry of ours that lands once its host is gone, after the host's own
+// sweep read the pool, goes on the pool's event: the backstop's writes are
+// queued, and the host may be deleted meanwhile.
+func TestAnEntryRecordedAfterItsHostWentIsSwept(t *testing.T) {
+	ns := newNamespace(t)
+	pool := fixtures.Pool(ns, "provisioning", "192.0.2.10", "192.0.2.20", "192.0.2.1")
+	create(t, pool)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"preAllocations":{"gone-provisioning":"192.0.2.10"}}}`))
+	require.NoError(t, k8sClient.Patch(context.Background(), pool, patch, client.FieldOwner(preprovv1.PreallocationsFieldManager)))
+	users := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"preAllocations":{"absent-provisioning":"192.0.2.11"}}}`))
+	require.NoError(t, k8sClient.Patch(context.Background(), pool, users))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(pool), pool))
+		assert.Equal(c, map[string]ipamv1.IPAddressStr{"absent-provisioning": "192.0.2.11"}, pool.Spec.PreAllocations,
+			"ours goes, the user's entry stays")
 	}, waitTimeout, pollInterval)
 }
 

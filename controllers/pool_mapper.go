@@ -18,14 +18,18 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	capipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -185,6 +189,37 @@ func (m *poolMapper) forReleasedClusterAPIAddress(ctx context.Context, obj clien
 // free again.
 func (m *poolMapper) forReleasedPreAllocation(ctx context.Context, obj client.Object) []reconcile.Request {
 	return m.hostsToRetry(ctx, obj.GetNamespace(), obj.GetName())
+}
+
+// sweepHostsOfRecordedEntries sends the hosts of the spec.preAllocations
+// entries a pool update added or changed, if the cache no longer has them,
+// to their reconcile, which sweeps a host that is gone: the backstop's
+// write (ipam.Preallocations) may land after the host's own sweep read the
+// pool, and nothing else would remove the entry until the next start-up.
+// A spec write bumps the pool's generation; IPAM's status writes, one per
+// allocation, are passed over without reading the entries.
+func (m *poolMapper) sweepHostsOfRecordedEntries() handler.EventHandler {
+	return handler.Funcs{UpdateFunc: func(ctx context.Context, e event.UpdateEvent, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		oldPool, okOld := e.ObjectOld.(*ipamv1.IPPool)
+		newPool, okNew := e.ObjectNew.(*ipamv1.IPPool)
+		if !okOld || !okNew || oldPool.Generation == newPool.Generation {
+			return
+		}
+		for key, ip := range newPool.Spec.PreAllocations {
+			hostName, named := strings.CutSuffix(key, "-"+newPool.Name)
+			if !named || oldPool.Spec.PreAllocations[key] == ip {
+				continue
+			}
+			host := types.NamespacedName{Namespace: newPool.Namespace, Name: hostName}
+			err := m.client.Get(ctx, host, &bmov1alpha1.BareMetalHost{})
+			switch {
+			case apierrors.IsNotFound(err):
+				queue.Add(reconcile.Request{NamespacedName: host})
+			case err != nil:
+				ctrl.LoggerFrom(ctx).Error(err, "Reading the BareMetalHost of a spec.preAllocations entry", "pool", newPool.Name, "entry", key)
+			}
+		}
+	}}
 }
 
 // forSettledClaim maps a claim IPAM stopped having to serve without giving

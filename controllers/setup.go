@@ -91,6 +91,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options) (*hos
 	}
 	if opts.PoolPreallocations {
 		hostManager.Preallocations = &ipam.Preallocations{Client: mgr.GetClient()}
+		// It records the hosts' addresses, a pool write at a time.
+		if err := mgr.Add(hostManager.Preallocations); err != nil {
+			return nil, err
+		}
 	}
 	// What hosts deleted while no manager ran left behind is swept once we
 	// lead. A failed sweep (the API server away) is retried and never stops

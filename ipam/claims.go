@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,8 +61,10 @@ type PoolState struct {
 	// Metal3 IPAM, the provider's pool kind and IPAddressClaim for Cluster
 	// API IPAM.
 	PoolKind, ClaimKind string
-	// Address is set once IPAM has allocated an address for the claim.
-	Address *networkdata.Address
+	// Address is set once IPAM has allocated an address for the claim, and
+	// ClaimUID then names the claim that holds it.
+	Address  *networkdata.Address
+	ClaimUID types.UID
 	// Waiting says why the address is not there yet, when it will come
 	// without anybody's help (IPAM has not acted yet, a retry is under way).
 	Waiting string
@@ -210,7 +213,7 @@ func (c *Claims) ensureOne(ctx context.Context, host *bmov1alpha1.BareMetalHost,
 		return state, fmt.Errorf("getting IPAddress %s: %w", addressKey, err)
 	}
 	c.missing.found(claim.UID)
-	state.Address = addressOf(address)
+	state.Address, state.ClaimUID = addressOf(address), claim.UID
 	return state, nil
 }
 

@@ -31,13 +31,15 @@ import (
 )
 
 // PoolEntryWindow is how long the spec.preAllocations entries of deleted
-// hosts gather, per pool, before one write removes them all. A write of a
-// pool costs the API server the whole pool (10,000 entries: about a
-// second), and a fleet deleted at once would otherwise write it once per
-// host. Metal3 IPAM reads an entry only when it allocates a claim of its
-// name (IPPoolManager.allocateAddress) and counts every entry's address as
-// taken (getIndexes): an entry removed a window later frees its address a
-// window later, nothing else.
+// hosts, and the addresses of hosts set up, gather, per pool, before one
+// write removes or records them all. A write of a pool costs the API server
+// the whole pool (10,000 entries: about a second), and a fleet deleted or
+// set up at once would otherwise write it once per host. Metal3 IPAM reads
+// an entry only when it allocates a claim of its name
+// (IPPoolManager.allocateAddress) and counts every entry's address as taken
+// (getIndexes): an entry removed a window later frees its address a window
+// later, and an entry recorded a window later protects the address of a
+// claim made again from then on; nothing else.
 const PoolEntryWindow = time.Second
 
 // poolEntryRemovals are the entries of deleted hosts waiting, per pool, for

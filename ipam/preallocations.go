@@ -26,9 +26,12 @@ import (
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -44,32 +47,29 @@ import (
 // no list of ours grows with the pool, and an entry someone else changes is
 // no longer ours. A write of a pool of thousands of entries costs the API
 // server about a second however few entries it adds (measured: 1.8 s at
-// 10,000 on a loaded 2-core test machine), so hosts recording in one pool at
-// once share one patch: a host costs one pool write or less.
+// 10,000 on a loaded 2-core test machine), so a host's reconcile only
+// queues its entries, and Start writes each pool at most once per
+// PoolEntryWindow with every entry queued meanwhile: a fleet set up at the
+// client's pace wrote each pool 0.7 times per host when a host waited for
+// its own write, and those writes took the API server's CPUs.
 type Preallocations struct {
 	Client client.Client
 
-	mu sync.Mutex
-	// collecting is, per pool, the batch that entries join; sending is
-	// true while a batch of the pool is being written.
-	collecting map[client.ObjectKey]*entryBatch
-	sending    map[client.ObjectKey]bool
+	once    sync.Once
+	mu      sync.Mutex
+	pending map[client.ObjectKey]map[string]pendingEntry
+	queue   workqueue.TypedRateLimitingInterface[client.ObjectKey]
 }
 
-// entryBatch is the entries of one pool written by one patch.
-type entryBatch struct {
-	entries map[string]ipamv1.IPAddressStr
-	// turn is closed once no other batch of the pool is being written:
-	// then the first of its hosts to see it sends it.
-	turn  chan struct{}
-	taken bool
-	// done is closed once it was written, with err.
-	done chan struct{}
-	err  error
+// pendingEntry is an address to record, for as long as the claim that
+// holds it stands.
+type pendingEntry struct {
+	ip    ipamv1.IPAddressStr
+	claim types.UID
 }
 
-// Ensure records the addresses of the host's ready claims. It writes a pool
-// only when its entry is missing or different. An entry someone else wrote
+// Ensure queues the addresses of the host's ready claims whose pools lack
+// them, for their pool's next write (Start). An entry someone else wrote
 // with the same address stays theirs. It returns, for each pool too large
 // to take the host's entry (poolFull), why and what to do: the host's claim
 // still holds its address.
@@ -93,9 +93,7 @@ func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetal
 			full = append(full, note)
 			continue
 		}
-		if err := p.record(ctx, poolKey, state.Claim, ip); err != nil {
-			return nil, fmt.Errorf("recording %s in IPPool %s spec.preAllocations: %w", ip, poolKey, err)
-		}
+		p.add(poolKey, state.Claim, pendingEntry{ip: ip, claim: state.ClaimUID})
 	}
 	return full, nil
 }
@@ -144,72 +142,133 @@ func entrySize(key string, ip ipamv1.IPAddressStr) int {
 	return 2*(len(key)+len(ip)+6) + 2*(len(key)+7)
 }
 
-// record adds the entry to the pool's collecting batch and returns once that
-// batch is written. The first host to find the pool free sends the batch;
-// the others wait, and while it is written the next batch collects.
-func (p *Preallocations) record(ctx context.Context, poolKey client.ObjectKey, key string, ip ipamv1.IPAddressStr) error {
-	batch := p.join(poolKey, key, ip)
-	turn := batch.turn
+func (p *Preallocations) init() {
+	p.once.Do(func() {
+		p.pending = map[client.ObjectKey]map[string]pendingEntry{}
+		p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
+			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "pool-entry-records"})
+	})
+}
+
+// add queues the entry for the pool's next write, in its next window: the
+// queue holds a pool once however many hosts add to it meanwhile, and a
+// later entry of a key replaces an earlier one.
+func (p *Preallocations) add(pool client.ObjectKey, key string, entry pendingEntry) {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[pool] == nil {
+		p.pending[pool] = map[string]pendingEntry{}
+	}
+	p.pending[pool][key] = entry
+	p.queue.AddAfter(pool, PoolEntryWindow)
+}
+
+// take hands out what waits for the pool.
+func (p *Preallocations) take(pool client.ObjectKey) map[string]pendingEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	entries := p.pending[pool]
+	delete(p.pending, pool)
+	return entries
+}
+
+// putBack queues again the entries of a failed write that no later entry
+// of their key replaced.
+func (p *Preallocations) putBack(pool client.ObjectKey, entries map[string]pendingEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending[pool] == nil {
+		p.pending[pool] = map[string]pendingEntry{}
+	}
+	for key, entry := range entries {
+		if _, replaced := p.pending[pool][key]; !replaced {
+			p.pending[pool][key] = entry
+		}
+	}
+}
+
+// Start writes the queued entries until ctx ends: one pool at a time, each
+// in one write. A failed write keeps its entries queued and is retried with
+// the controllers' backoff.
+func (p *Preallocations) Start(ctx context.Context) error {
+	p.init()
+	go func() {
+		<-ctx.Done()
+		p.queue.ShutDown()
+	}()
+	log := ctrl.LoggerFrom(ctx).WithName("pool-entry-records")
 	for {
-		select {
-		case <-batch.done:
-			return batch.err
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-turn:
-			turn = nil
-			if p.take(poolKey, batch) {
-				p.send(ctx, poolKey, batch)
-				return batch.err
-			}
+		pool, shutdown := p.queue.Get()
+		if shutdown {
+			return nil
+		}
+		entries := p.take(pool)
+		if err := p.write(ctx, pool, entries); err != nil {
+			log.Error(err, "Recording hosts' addresses in spec.preAllocations; retrying", "pool", pool, "entries", len(entries))
+			p.putBack(pool, entries)
+			p.queue.AddRateLimited(pool)
+		} else {
+			p.queue.Forget(pool)
+		}
+		p.queue.Done(pool)
+	}
+}
+
+// write records, in one patch, those of entries the pool lacks whose
+// claims still stand as the cache shows them: an entry written once its
+// claim is gone would hold the address for the name after IPAM gave it to
+// another claim. The window left (a claim deleted as the pool is written)
+// the sweep closes: a host gone with an entry written after its sweep is
+// swept again on the pool's event (controllers' forRecordedPreAllocation),
+// and a claim of that name that IPAM cannot serve drops it (RemoveTaken).
+func (p *Preallocations) write(ctx context.Context, poolKey client.ObjectKey, entries map[string]pendingEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pool, err := readPool(ctx, p.Client, poolKey)
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	record := map[string]ipamv1.IPAddressStr{}
+	for key, entry := range entries {
+		if pool.Spec.PreAllocations[key] == entry.ip {
+			continue
+		}
+		standing, err := p.claimStands(ctx, client.ObjectKey{Namespace: poolKey.Namespace, Name: key}, entry.claim)
+		if err != nil {
+			return err
+		}
+		if standing {
+			record[key] = entry.ip
 		}
 	}
+	if len(record) == 0 {
+		return nil
+	}
+	if err := p.patchEntries(ctx, poolKey, record); err != nil {
+		return fmt.Errorf("recording %d addresses in IPPool %s spec.preAllocations: %w", len(record), poolKey, err)
+	}
+	return nil
 }
 
-func (p *Preallocations) join(poolKey client.ObjectKey, key string, ip ipamv1.IPAddressStr) *entryBatch {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.collecting == nil {
-		p.collecting, p.sending = map[client.ObjectKey]*entryBatch{}, map[client.ObjectKey]bool{}
+// claimStands: the cache has the claim, with that UID, not being deleted
+// and holding an address.
+func (p *Preallocations) claimStands(ctx context.Context, key client.ObjectKey, uid types.UID) (bool, error) {
+	claim := &ipamv1.IPClaim{}
+	err := p.Client.Get(ctx, key, claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("getting IPClaim %s: %w", key, err)
 	}
-	batch := p.collecting[poolKey]
-	if batch == nil {
-		batch = &entryBatch{entries: map[string]ipamv1.IPAddressStr{}, turn: make(chan struct{}), done: make(chan struct{})}
-		if !p.sending[poolKey] {
-			close(batch.turn)
-		}
-		p.collecting[poolKey] = batch
-	}
-	batch.entries[key] = ip
-	return batch
+	return claim.UID == uid && claim.DeletionTimestamp.IsZero() && claim.Status.Address != nil, nil
 }
 
-// take makes the caller the sender of batch, unless another host is.
-func (p *Preallocations) take(poolKey client.ObjectKey, batch *entryBatch) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if batch.taken {
-		return false
-	}
-	batch.taken, p.sending[poolKey] = true, true
-	delete(p.collecting, poolKey)
-	return true
-}
-
-// send writes the batch with a merge patch of its entries alone and no
-// resourceVersion (batches of different managers never conflict), as our
-// field manager, and gives the next batch of the pool its turn.
-func (p *Preallocations) send(ctx context.Context, poolKey client.ObjectKey, batch *entryBatch) {
-	batch.err = p.patchEntries(ctx, poolKey, batch.entries)
-	close(batch.done)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.sending, poolKey)
-	if next := p.collecting[poolKey]; next != nil {
-		close(next.turn)
-	}
-}
-
+// patchEntries writes entries with a merge patch of the entries alone and
+// no resourceVersion (writes of different managers never conflict), as our
+// field manager.
 func (p *Preallocations) patchEntries(ctx context.Context, poolKey client.ObjectKey, entries map[string]ipamv1.IPAddressStr) error {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"preAllocations": entries}})
 	if err != nil {

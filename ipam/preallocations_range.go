@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -87,4 +89,53 @@ func PoolEntryHolds(entry ipamv1.Pool, ip netip.Addr) bool {
 		}
 	}
 	return true
+}
+
+// RemoveTaken drops our entries of the host's claims that wait for IPAM
+// while another claim holds the entry's address: IPAM gives a claim its
+// entry's address whoever holds it (allocateAddress), then cannot create
+// the IPAddress, named after the address (createAddress), and the claim
+// waits for good. An entry recorded as its host was re-created under its
+// name, after IPAM had given the old claim's address to another host, is
+// such an entry. Without it the claim gets a free address.
+func (p *Preallocations) RemoveTaken(ctx context.Context, host *bmov1alpha1.BareMetalHost, states []PoolState) error {
+	for _, state := range states {
+		if state.Address != nil || state.ClaimKind == kindIPAddressClaim {
+			continue
+		}
+		pool, err := readPool(ctx, p.Client, client.ObjectKey{Namespace: host.Namespace, Name: state.Pool})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("getting IPPool %s/%s: %w", host.Namespace, state.Pool, err)
+		}
+		ip, present := pool.Spec.PreAllocations[state.Claim]
+		if !present {
+			continue
+		}
+		address := &ipamv1.IPAddress{}
+		err = p.Client.Get(ctx, client.ObjectKey{Namespace: host.Namespace, Name: addressName(pool, ip)}, address)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("getting the IPAddress of %s in IPPool %s/%s: %w", ip, host.Namespace, state.Pool, err)
+		}
+		if address.Spec.Claim.Name == state.Claim {
+			continue
+		}
+		if err := p.removeOwnEntry(ctx, pool, state.Claim); err != nil {
+			return fmt.Errorf("%s (%s) is held by IPClaim %q: %w", state.Claim, ip, address.Spec.Claim.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Removed our spec.preAllocations entry whose address another IPClaim holds, so IPAM can serve the claim",
+			"pool", pool.Name, "claim", state.Claim, "ip", ip, "holder", address.Spec.Claim.Name)
+	}
+	return nil
+}
+
+// addressName is the name Metal3 IPAM gives the IPAddress of ip in the pool
+// (IPPoolManager.formatAddressName).
+func addressName(pool *ipamv1.IPPool, ip ipamv1.IPAddressStr) string {
+	return strings.TrimRight(pool.Spec.NamePrefix+"-"+strings.NewReplacer(":", "-", ".", "-").Replace(string(ip)), "-")
 }

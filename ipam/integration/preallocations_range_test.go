@@ -18,6 +18,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -54,4 +55,36 @@ func TestAPreAllocationOutsideThePoolGoes(t *testing.T) {
 	}
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
 	assert.Equal(t, map[string]ipamv1.IPAddressStr{"inside-pool": "192.0.2.11", "theirs-pool": "192.0.2.19"}, pool.Spec.PreAllocations)
+}
+
+// An entry of ours whose address another claim holds goes when the claim
+// of its name waits for IPAM: IPAM would give the claim that address and
+// never create its IPAddress. An entry whose address its own claim's
+// IPAddress holds, and an entry someone else wrote, stay.
+func TestAnEntryWhoseAddressAnotherClaimHoldsGoes(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "entry-taken-"}}
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	pool := fixtures.Pool(ns.Name, "provisioning", "10.0.0.10", "10.0.0.250", "10.0.0.1")
+	pool.Spec.NamePrefix = "prov"
+	pool.Spec.PreAllocations = map[string]ipamv1.IPAddressStr{"users-provisioning": "10.0.0.13"}
+	require.NoError(t, k8sClient.Create(ctx, pool))
+	recordAsOurs(t, pool, map[string]ipamv1.IPAddressStr{"taken-provisioning": "10.0.0.11", "own-provisioning": "10.0.0.12"})
+	for ip, claim := range map[string]string{"10.0.0.11": "other-provisioning", "10.0.0.12": "own-provisioning", "10.0.0.13": "third-provisioning"} {
+		require.NoError(t, k8sClient.Create(ctx, &ipamv1.IPAddress{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "prov-" + strings.ReplaceAll(ip, ".", "-")},
+			Spec: ipamv1.IPAddressSpec{Address: ipamv1.IPAddressStr(ip), Prefix: 24,
+				Pool: corev1.ObjectReference{Name: pool.Name}, Claim: corev1.ObjectReference{Name: claim}},
+		}))
+	}
+	preallocations := &ipam.Preallocations{Client: k8sClient}
+	for _, name := range []string{"taken", "own", "users"} {
+		host := fixtures.Host(ns.Name, name, "", nil)
+		require.NoError(t, preallocations.RemoveTaken(ctx, host, []ipam.PoolState{{
+			Pool: pool.Name, Claim: ipam.ClaimName(name, pool.Name), Waiting: "IPAM has not served it yet",
+		}}))
+	}
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), pool))
+	assert.Equal(t, map[string]ipamv1.IPAddressStr{"own-provisioning": "10.0.0.12", "users-provisioning": "10.0.0.13"},
+		pool.Spec.PreAllocations)
 }
