@@ -19,94 +19,28 @@ package ipam
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
+	"maps"
+	"slices"
 
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PoolEntryWindow is how long the spec.preAllocations entries of deleted
-// hosts, and the addresses of hosts set up, gather, per pool, before one
-// write removes or records them all. A write of a pool costs the API server
-// the whole pool (10,000 entries: about a second), and a fleet deleted or
-// set up at once would otherwise write it once per host. Metal3 IPAM reads
-// an entry only when it allocates a claim of its name
-// (IPPoolManager.allocateAddress) and counts every entry's address as taken
-// (getIndexes): an entry removed a window later frees its address a window
-// later, and an entry recorded a window later protects the address of a
-// claim made again from then on; nothing else.
-const PoolEntryWindow = time.Second
+// entryRemoval is the removal of a deleted host's entry.
+type entryRemoval struct{}
 
-// poolEntryRemovals are the entries of deleted hosts waiting, per pool, for
-// their pool's next write.
-type poolEntryRemovals struct {
-	once    sync.Once
-	mu      sync.Mutex
-	pending map[client.ObjectKey]sets.Set[string]
-	queue   workqueue.TypedRateLimitingInterface[client.ObjectKey]
-}
-
-func (r *poolEntryRemovals) init() {
-	r.once.Do(func() {
-		r.pending = map[client.ObjectKey]sets.Set[string]{}
-		r.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
-			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "pool-entry-removals"})
-	})
-}
-
-// add queues the removal of keys from the pool, in its next window: the
-// queue holds a pool once however many hosts add to it meanwhile.
-func (r *poolEntryRemovals) add(pool client.ObjectKey, keys ...string) {
-	r.init()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending[pool] == nil {
-		r.pending[pool] = sets.New[string]()
-	}
-	r.pending[pool].Insert(keys...)
-	r.queue.AddAfter(pool, PoolEntryWindow)
-}
-
-// take hands out what waits for the pool.
-func (r *poolEntryRemovals) take(pool client.ObjectKey) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	keys := sets.List(r.pending[pool])
-	delete(r.pending, pool)
-	return keys
-}
+func (entryRemoval) queueName() string { return "pool-entry-removals" }
 
 // Start removes the queued entries until ctx ends: one pool at a time,
 // each in one write. A failed write keeps its entries queued and is
 // retried with the controllers' backoff; the start-up sweep catches what a
 // manager that stopped meanwhile left.
 func (s *Sweeper) Start(ctx context.Context) error {
-	s.removals.init()
-	go func() {
-		<-ctx.Done()
-		s.removals.queue.ShutDown()
-	}()
-	log := ctrl.LoggerFrom(ctx).WithName("pool-entry-removals")
-	for {
-		pool, shutdown := s.removals.queue.Get()
-		if shutdown {
-			return nil
-		}
-		keys := s.removals.take(pool)
-		if err := s.removeEntries(ctx, pool, keys); err != nil {
-			log.Error(err, "Removing the spec.preAllocations entries of deleted hosts; retrying", "pool", pool, "entries", len(keys))
-			s.removals.add(pool, keys...)
-			s.removals.queue.AddRateLimited(pool)
-		} else {
-			s.removals.queue.Forget(pool)
-		}
-		s.removals.queue.Done(pool)
-	}
+	return s.removals.run(ctx, func(ctx context.Context, pool client.ObjectKey, removals map[string]entryRemoval) error {
+		return s.removeEntries(ctx, pool, slices.Sorted(maps.Keys(removals)))
+	})
 }
 
 // removeEntries removes, in one write, those of keys that are entries of

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	bmov1alpha1 "github.com/metal3-io/baremetal-operator/apis/metal3.io/v1alpha1"
 	ipamv1 "github.com/metal3-io/ip-address-manager/api/v1alpha1"
@@ -30,8 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	preprovv1 "github.com/capm3-preprov/capm3-preprov/api/v1beta1"
@@ -55,10 +52,7 @@ import (
 type Preallocations struct {
 	Client client.Client
 
-	once    sync.Once
-	mu      sync.Mutex
-	pending map[client.ObjectKey]map[string]pendingEntry
-	queue   workqueue.TypedRateLimitingInterface[client.ObjectKey]
+	records poolWrites[pendingEntry]
 }
 
 // pendingEntry is an address to record, for as long as the claim that
@@ -67,6 +61,8 @@ type pendingEntry struct {
 	ip    ipamv1.IPAddressStr
 	claim types.UID
 }
+
+func (pendingEntry) queueName() string { return "pool-entry-records" }
 
 // Ensure queues the addresses of the host's ready claims whose pools lack
 // them, for their pool's next write (Start). An entry someone else wrote
@@ -93,7 +89,7 @@ func (p *Preallocations) Ensure(ctx context.Context, host *bmov1alpha1.BareMetal
 			full = append(full, note)
 			continue
 		}
-		p.add(poolKey, state.Claim, pendingEntry{ip: ip, claim: state.ClaimUID})
+		p.records.add(poolKey, state.Claim, pendingEntry{ip: ip, claim: state.ClaimUID})
 	}
 	return full, nil
 }
@@ -142,77 +138,10 @@ func entrySize(key string, ip ipamv1.IPAddressStr) int {
 	return 2*(len(key)+len(ip)+6) + 2*(len(key)+7)
 }
 
-func (p *Preallocations) init() {
-	p.once.Do(func() {
-		p.pending = map[client.ObjectKey]map[string]pendingEntry{}
-		p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[client.ObjectKey](),
-			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "pool-entry-records"})
-	})
-}
-
-// add queues the entry for the pool's next write, in its next window: the
-// queue holds a pool once however many hosts add to it meanwhile, and a
-// later entry of a key replaces an earlier one.
-func (p *Preallocations) add(pool client.ObjectKey, key string, entry pendingEntry) {
-	p.init()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending[pool] == nil {
-		p.pending[pool] = map[string]pendingEntry{}
-	}
-	p.pending[pool][key] = entry
-	p.queue.AddAfter(pool, PoolEntryWindow)
-}
-
-// take hands out what waits for the pool.
-func (p *Preallocations) take(pool client.ObjectKey) map[string]pendingEntry {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	entries := p.pending[pool]
-	delete(p.pending, pool)
-	return entries
-}
-
-// putBack queues again the entries of a failed write that no later entry
-// of their key replaced.
-func (p *Preallocations) putBack(pool client.ObjectKey, entries map[string]pendingEntry) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending[pool] == nil {
-		p.pending[pool] = map[string]pendingEntry{}
-	}
-	for key, entry := range entries {
-		if _, replaced := p.pending[pool][key]; !replaced {
-			p.pending[pool][key] = entry
-		}
-	}
-}
-
 // Start writes the queued entries until ctx ends: one pool at a time, each
-// in one write. A failed write keeps its entries queued and is retried with
-// the controllers' backoff.
+// in one write.
 func (p *Preallocations) Start(ctx context.Context) error {
-	p.init()
-	go func() {
-		<-ctx.Done()
-		p.queue.ShutDown()
-	}()
-	log := ctrl.LoggerFrom(ctx).WithName("pool-entry-records")
-	for {
-		pool, shutdown := p.queue.Get()
-		if shutdown {
-			return nil
-		}
-		entries := p.take(pool)
-		if err := p.write(ctx, pool, entries); err != nil {
-			log.Error(err, "Recording hosts' addresses in spec.preAllocations; retrying", "pool", pool, "entries", len(entries))
-			p.putBack(pool, entries)
-			p.queue.AddRateLimited(pool)
-		} else {
-			p.queue.Forget(pool)
-		}
-		p.queue.Done(pool)
-	}
+	return p.records.run(ctx, p.write)
 }
 
 // write records, in one patch, those of entries the pool lacks whose
@@ -220,7 +149,7 @@ func (p *Preallocations) Start(ctx context.Context) error {
 // claim is gone would hold the address for the name after IPAM gave it to
 // another claim. The window left (a claim deleted as the pool is written)
 // the sweep closes: a host gone with an entry written after its sweep is
-// swept again on the pool's event (controllers' forRecordedPreAllocation),
+// swept again on the pool's event (controllers' sweepHostsOfRecordedEntries),
 // and a claim of that name that IPAM cannot serve drops it (RemoveTaken).
 func (p *Preallocations) write(ctx context.Context, poolKey client.ObjectKey, entries map[string]pendingEntry) error {
 	if len(entries) == 0 {

@@ -54,7 +54,7 @@ type Sweeper struct {
 
 	// removals are the pool entries of deleted hosts SweepHost found, which
 	// Start removes a pool at a time.
-	removals poolEntryRemovals
+	removals poolWrites[entryRemoval]
 }
 
 // Sweep sweeps one namespace or, with "", all.

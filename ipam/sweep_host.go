@@ -54,7 +54,7 @@ func (s *Sweeper) SweepHost(ctx context.Context, host types.NamespacedName) erro
 		// Whether the entry is ours is read once per pool write (Start):
 		// the record of our entries grows with the pool.
 		if _, entry := pool.Spec.PreAllocations[claimName]; entry {
-			s.removals.add(client.ObjectKeyFromObject(pool), claimName)
+			s.removals.add(client.ObjectKeyFromObject(pool), claimName, entryRemoval{})
 		}
 	}
 	return nil

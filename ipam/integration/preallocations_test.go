@@ -80,10 +80,7 @@ func TestPreallocationsScaleToTenThousandHostsPerPool(t *testing.T) {
 	const next = 50
 	states := make([]ipam.PoolState, next)
 	for i := range next {
-		claimName := ipam.ClaimName(fmt.Sprintf("next-%02d", i), pool.Name)
-		ip := fmt.Sprintf("10.0.250.%d", i+1)
-		states[i] = ipam.PoolState{Pool: pool.Name, Claim: claimName, Address: &networkdata.Address{IP: ip, Prefix: 16},
-			ClaimUID: standingClaim(ctx, t, c, ns.Name, claimName, pool.Name, ip)}
+		states[i] = standingClaim(ctx, t, c, pool, fmt.Sprintf("next-%02d", i), fmt.Sprintf("10.0.250.%d", i+1))
 	}
 	preallocations := &ipam.Preallocations{Client: c}
 	go func() { _ = preallocations.Start(ctx) }()
@@ -144,9 +141,7 @@ func TestHostsSetUpOneAfterAnotherShareTheirPoolWrites(t *testing.T) {
 	states := make([][]ipam.PoolState, hosts)
 	for i := range hosts {
 		for j, pool := range pools {
-			claimName, ip := ipam.ClaimName(fmt.Sprintf("paced-%02d", i), pool.Name), fmt.Sprintf("10.%d.0.%d", j, 10+i)
-			states[i] = append(states[i], ipam.PoolState{Pool: pool.Name, Claim: claimName,
-				Address: &networkdata.Address{IP: ip, Prefix: 24}, ClaimUID: standingClaim(ctx, t, c, ns.Name, claimName, pool.Name, ip)})
+			states[i] = append(states[i], standingClaim(ctx, t, c, pool, fmt.Sprintf("paced-%02d", i), fmt.Sprintf("10.%d.0.%d", j, 10+i)))
 		}
 	}
 	preallocations := &ipam.Preallocations{Client: c}
@@ -186,19 +181,18 @@ func TestAnAddressIsNotRecordedOnceItsClaimIsGone(t *testing.T) {
 	c, patches := cachedPoolPatchCounter(ctx, t, ns.Name)
 	preallocations := &ipam.Preallocations{Client: c}
 	var states []ipam.PoolState
-	for i, name := range []string{"deleted", "remade", "standing"} {
-		claimName, ip := ipam.ClaimName(name, pool.Name), fmt.Sprintf("10.0.0.%d", 10+i)
-		states = append(states, ipam.PoolState{Pool: pool.Name, Claim: claimName, Address: &networkdata.Address{IP: ip, Prefix: 24},
-			ClaimUID: standingClaim(ctx, t, c, ns.Name, claimName, pool.Name, ip)})
+	hosts := []string{"deleted", "remade", "standing"}
+	for i, name := range hosts {
+		states = append(states, standingClaim(ctx, t, c, pool, name, fmt.Sprintf("10.0.0.%d", 10+i)))
 	}
-	for _, state := range states {
-		_, err := preallocations.Ensure(ctx, fixtures.Host(ns.Name, strings.TrimSuffix(state.Claim, "-"+pool.Name), "", nil), []ipam.PoolState{state})
+	for i, state := range states {
+		_, err := preallocations.Ensure(ctx, fixtures.Host(ns.Name, hosts[i], "", nil), []ipam.PoolState{state})
 		require.NoError(t, err)
 	}
 	// Before the window ends, one claim goes and one is made again.
 	require.NoError(t, k8sClient.Delete(ctx, &ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: states[0].Claim}}))
 	require.NoError(t, k8sClient.Delete(ctx, &ipamv1.IPClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: states[1].Claim}}))
-	standingClaim(ctx, t, c, ns.Name, states[1].Claim, pool.Name, "10.0.0.20")
+	standingClaim(ctx, t, c, pool, hosts[1], "10.0.0.20")
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
 		assert.True(collect, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: states[0].Claim}, &ipamv1.IPClaim{})))
 	}, 30*time.Second, 20*time.Millisecond)
@@ -211,16 +205,17 @@ func TestAnAddressIsNotRecordedOnceItsClaimIsGone(t *testing.T) {
 	assert.Equal(t, int64(1), patches.Load())
 }
 
-// standingClaim creates an IPClaim on the pool holding ip, as IPAM leaves
-// it, and returns its UID once the cache behind c shows it.
-func standingClaim(ctx context.Context, t *testing.T, c client.Client, namespace, name, pool, ip string) types.UID {
+// standingClaim creates the host's IPClaim on the pool holding ip, as IPAM
+// leaves it, and returns the claim's state as the host's reconcile reads it
+// once the cache behind c shows the claim.
+func standingClaim(ctx context.Context, t *testing.T, c client.Client, pool *ipamv1.IPPool, host, ip string) ipam.PoolState {
 	t.Helper()
 	claim := &ipamv1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: pool}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pool.Namespace, Name: ipam.ClaimName(host, pool.Name)},
+		Spec:       ipamv1.IPClaimSpec{Pool: corev1.ObjectReference{Name: pool.Name}},
 	}
 	require.NoError(t, k8sClient.Create(ctx, claim))
-	claim.Status.Address = &corev1.ObjectReference{Name: pool + "-" + strings.ReplaceAll(ip, ".", "-")}
+	claim.Status.Address = &corev1.ObjectReference{Name: pool.Spec.NamePrefix + "-" + strings.ReplaceAll(ip, ".", "-")}
 	require.NoError(t, k8sClient.Status().Update(ctx, claim))
 	require.EventuallyWithT(t, func(collect *assert.CollectT) {
 		cached := &ipamv1.IPClaim{}
@@ -228,7 +223,8 @@ func standingClaim(ctx context.Context, t *testing.T, c client.Client, namespace
 		assert.Equal(collect, claim.UID, cached.UID)
 		assert.NotNil(collect, cached.Status.Address)
 	}, 30*time.Second, 20*time.Millisecond)
-	return claim.UID
+	return ipam.PoolState{Pool: pool.Name, Claim: claim.Name, Address: &networkdata.Address{IP: ip, Prefix: pool.Spec.Prefix},
+		ClaimUID: claim.UID}
 }
 
 // recordAsOurs writes entries as the backstop does, with its field
